@@ -1,0 +1,73 @@
+"""Options and plumbing shared by the subcommands that read a table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Iterable
+
+from forensics.exitcodes import ExitCode
+from forensics.model import Finding
+
+
+def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> None:
+    if table:
+        p.add_argument("table", metavar="TABLE", help="table path or URI (local path, file:, s3a://, abfss://, gs://)")
+    p.add_argument("--json", action="store_true", help="print JSON (stable schema, see README)")
+    p.add_argument("--no-cache", action="store_true", help="read the log afresh; neither use nor update the cache")
+    p.add_argument("--strict", action="store_true", help="exit 1 if the log has any warning or error finding")
+    p.add_argument("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077")
+    p.add_argument("--remote", metavar="URL", help="Spark Connect endpoint, e.g. sc://host:15002")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
+
+
+def spark_factory(args: argparse.Namespace):
+    def make():
+        from forensics.spark import get_spark
+
+        return get_spark(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
+
+    return make
+
+
+def progress(args: argparse.Namespace):
+    """A status line on stderr for long reads (only on a terminal)."""
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+
+    console = Console(stderr=True)
+
+    def say(msg: str) -> None:
+        console.print(f"[dim]… {msg}[/dim]")
+
+    return say
+
+
+def open_table(args: argparse.Namespace):
+    from forensics.log.table import TableLog
+
+    return TableLog.open(
+        args.table,
+        use_cache=not args.no_cache,
+        spark_factory=spark_factory(args),
+        progress=progress(args),
+    )
+
+
+def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> int:
+    """Print findings to stderr (one line each) and return the exit code --strict implies."""
+    findings = list(findings)
+    if not getattr(args, "quiet", False):
+        from forensics.safe import inert
+
+        for f in findings:
+            sys.stderr.write(inert(f.one_line(), 1000) + "\n")
+    if getattr(args, "strict", False) and any(f.severity in ("warning", "error") for f in findings):
+        return int(ExitCode.STRICT)
+    return int(ExitCode.OK)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")

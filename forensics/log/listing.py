@@ -1,0 +1,301 @@
+"""List and classify the files of a `_delta_log` directory, without starting a JVM.
+
+Listing is cheap and tells us whether anything changed since the cache was written, so a
+repeat look never waits for Spark. Every name is classified; names that are not part of the
+Delta protocol become findings (stray files never break reading).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from typing import Iterable
+from urllib.parse import urlparse
+
+from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.model import Finding
+
+_V = r"(\d{20})"
+RE_COMMIT = re.compile(rf"^{_V}\.json$")
+RE_CHECKPOINT_CLASSIC = re.compile(rf"^{_V}\.checkpoint\.parquet$")
+RE_CHECKPOINT_MULTI = re.compile(rf"^{_V}\.checkpoint\.(\d{{10}})\.(\d{{10}})\.parquet$")
+RE_CHECKPOINT_V2 = re.compile(rf"^{_V}\.checkpoint\.([0-9a-fA-F-]{{36}})\.(json|parquet)$")
+RE_COMPACTED = re.compile(rf"^{_V}\.{_V}\.compacted\.json$")
+RE_CRC = re.compile(rf"^{_V}\.crc$")
+RE_STAGED = re.compile(rf"^{_V}\.([0-9a-fA-F-]{{36}})\.json$")
+RE_HADOOP_CRC = re.compile(r"^\..+\.crc$")
+RE_TMP_COMMIT = re.compile(rf"^\.?{_V}\.json\..*\.?tmp$|^\.{_V}\.json\.[0-9a-fA-F-]+\.tmp$")
+
+STAGED_DIRS = ("_staged_commits", "_commits")
+
+
+@dataclass(frozen=True)
+class LogFile:
+    name: str  # relative to _delta_log (e.g. "00000000000000000003.json", "_sidecars/x.parquet")
+    uri: str  # full path/URI Spark can open
+    size: int
+    mtime_ms: int
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    version: int
+    kind: str  # "classic" | "multipart" | "v2"
+    files: tuple[LogFile, ...]
+    complete: bool  # multi-part: every part present
+    fmt: str = "parquet"  # v2 manifests may be json
+
+
+@dataclass
+class LogListing:
+    table_uri: str
+    log_uri: str
+    commits: dict[int, LogFile] = field(default_factory=dict)
+    checkpoints: list[Checkpoint] = field(default_factory=list)
+    compacted: list[tuple[int, int, LogFile]] = field(default_factory=list)
+    crc: dict[int, LogFile] = field(default_factory=dict)
+    staged: list[tuple[int, str, LogFile]] = field(default_factory=list)
+    sidecars: dict[str, LogFile] = field(default_factory=dict)
+    last_checkpoint: LogFile | None = None
+    temp_commits: list[LogFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def versions(self) -> list[int]:
+        return sorted(self.commits)
+
+    @property
+    def latest_version(self) -> int | None:
+        cands = list(self.commits)
+        cands += [c.version for c in self.checkpoints if c.complete]
+        return max(cands) if cands else None
+
+    def fingerprint(self) -> list[tuple[str, int, int]]:
+        """What the cache compares: every commit file's name, size and mtime."""
+        return [(f.name, f.size, f.mtime_ms) for _, f in sorted(self.commits.items())]
+
+
+# --------------------------------------------------------------------------------------
+# File systems: local (os.scandir) or pyarrow.fs for object stores
+# --------------------------------------------------------------------------------------
+
+
+def normalize_location(location: str) -> str:
+    """A stable URI for a table: absolute local path, or the URI as given without a trailing slash."""
+    loc = location.strip()
+    parsed = urlparse(loc)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+        path = parsed.path if parsed.scheme == "file" else loc
+        return os.path.abspath(os.path.expanduser(path))
+    return loc.rstrip("/")
+
+
+def is_local(uri: str) -> bool:
+    return urlparse(uri).scheme in ("", "file")
+
+
+def _entries_local(dir_path: str) -> Iterable[tuple[str, int, int, bool, bool]]:
+    """(name, size, mtime_ms, is_dir, is_link) for each entry; never follows links."""
+    with os.scandir(dir_path) as it:
+        for e in it:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            yield (
+                e.name,
+                st.st_size,
+                int(st.st_mtime * 1000),
+                stat.S_ISDIR(st.st_mode),
+                stat.S_ISLNK(st.st_mode),
+            )
+
+
+def _arrow_fs(uri: str):
+    import pyarrow.fs as pafs
+
+    u = uri
+    if u.startswith("s3a://") or u.startswith("s3n://"):
+        u = "s3://" + u.split("://", 1)[1]
+    return pafs.FileSystem.from_uri(u)
+
+
+def _entries_remote(dir_uri: str) -> Iterable[tuple[str, int, int, bool, bool]]:
+    import pyarrow.fs as pafs
+
+    fs, path = _arrow_fs(dir_uri)
+    for info in fs.get_file_info(pafs.FileSelector(path, recursive=False, allow_not_found=True)):
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+        yield (info.base_name, info.size or 0, mtime, info.type == pafs.FileType.Directory, False)
+
+
+def list_dir(dir_uri: str) -> list[tuple[str, int, int, bool, bool]]:
+    if is_local(dir_uri):
+        return list(_entries_local(urlparse(dir_uri).path if dir_uri.startswith("file:") else dir_uri))
+    try:
+        return list(_entries_remote(dir_uri))
+    except Exception as e:  # noqa: BLE001 - any store error becomes one line
+        raise ForensicsError(ExitCode.NOT_A_TABLE, f"cannot list {dir_uri}: {str(e).splitlines()[0][:200]}") from e
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+# --------------------------------------------------------------------------------------
+# Classification
+# --------------------------------------------------------------------------------------
+
+
+def list_log(location: str) -> LogListing:
+    """List `_delta_log` and classify every entry. Raises NOT_A_TABLE when there is no log."""
+    table_uri = normalize_location(location)
+    log_uri = _join(table_uri, "_delta_log")
+    if is_local(table_uri):
+        if not os.path.exists(table_uri):
+            raise ForensicsError(ExitCode.NOT_A_TABLE, f"no such path: {table_uri}")
+        if not os.path.isdir(log_uri):
+            raise ForensicsError(ExitCode.NOT_A_TABLE, f"not a Delta table (no _delta_log directory): {table_uri}")
+    entries = list_dir(log_uri)
+    listing = LogListing(table_uri=table_uri, log_uri=log_uri)
+    multipart: dict[tuple[int, int], list[tuple[int, LogFile]]] = {}
+
+    for name, size, mtime, is_dir, is_link in sorted(entries):
+        f = LogFile(name=name, uri=_join(log_uri, name), size=size, mtime_ms=mtime)
+        if is_link:
+            listing.findings.append(
+                Finding("stray.link", "symbolic link in _delta_log; not followed", "warning", f"_delta_log/{name}")
+            )
+            continue
+        if is_dir:
+            if name in STAGED_DIRS:
+                _classify_staged(listing, _join(log_uri, name), name)
+            elif name == "_sidecars":
+                for sname, ssize, smtime, sdir, slink in list_dir(_join(log_uri, name)):
+                    if not sdir and not slink:
+                        listing.sidecars[sname] = LogFile(f"_sidecars/{sname}", _join(_join(log_uri, name), sname), ssize, smtime)
+            elif name == ".tmp":
+                for tname, tsize, tmtime, tdir, tlink in list_dir(_join(log_uri, name)):
+                    if not tdir and not tlink:
+                        tf = LogFile(f".tmp/{tname}", _join(_join(log_uri, name), tname), tsize, tmtime)
+                        listing.temp_commits.append(tf)
+                        listing.findings.append(
+                            Finding("stray.tmp", "leftover temporary file (an unfinished commit attempt?)", "warning", f"_delta_log/{tf.name}")
+                        )
+            else:
+                listing.findings.append(Finding("stray.dir", "unknown directory in _delta_log", "info", f"_delta_log/{name}"))
+            continue
+        m = RE_COMMIT.match(name)
+        if m:
+            v = int(m.group(1))
+            listing.commits[v] = f
+            if size == 0:
+                listing.findings.append(Finding("commit.empty", "commit file is empty (0 bytes)", "error", f"_delta_log/{name}", v))
+            continue
+        m = RE_CHECKPOINT_CLASSIC.match(name)
+        if m:
+            listing.checkpoints.append(Checkpoint(int(m.group(1)), "classic", (f,), True))
+            continue
+        m = RE_CHECKPOINT_MULTI.match(name)
+        if m:
+            v, part, parts = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            multipart.setdefault((v, parts), []).append((part, f))
+            continue
+        m = RE_CHECKPOINT_V2.match(name)
+        if m:
+            listing.checkpoints.append(Checkpoint(int(m.group(1)), "v2", (f,), True, fmt=m.group(3)))
+            continue
+        m = RE_COMPACTED.match(name)
+        if m:
+            listing.compacted.append((int(m.group(1)), int(m.group(2)), f))
+            continue
+        m = RE_CRC.match(name)
+        if m:
+            listing.crc[int(m.group(1))] = f
+            continue
+        if name == "_last_checkpoint":
+            listing.last_checkpoint = f
+            continue
+        if RE_HADOOP_CRC.match(name):
+            continue  # Hadoop checksum side files: expected on local/HDFS stores, not findings
+        if name.startswith("._"):
+            listing.findings.append(Finding("stray.appledouble", "macOS AppleDouble file; ignored", "info", f"_delta_log/{name}"))
+            continue
+        if name.endswith(".tmp") or ".tmp" in name:
+            listing.temp_commits.append(f)
+            listing.findings.append(
+                Finding("stray.tmp", "leftover temporary file (an unfinished commit attempt?)", "warning", f"_delta_log/{name}")
+            )
+            continue
+        listing.findings.append(Finding("stray.unknown", "unrecognised file name in _delta_log; ignored", "info", f"_delta_log/{name}"))
+
+    for (v, parts), got in sorted(multipart.items()):
+        got.sort()
+        complete = [p for p, _ in got] == list(range(1, parts + 1))
+        listing.checkpoints.append(Checkpoint(v, "multipart", tuple(f for _, f in got), complete))
+        if not complete:
+            listing.findings.append(
+                Finding(
+                    "checkpoint.incomplete",
+                    f"multi-part checkpoint has {len(got)} of {parts} parts; not used",
+                    "warning",
+                    f"_delta_log/{got[0][1].name}",
+                    v,
+                )
+            )
+    listing.checkpoints.sort(key=lambda c: (c.version, c.kind))
+    _note_gaps(listing)
+    return listing
+
+
+def _classify_staged(listing: LogListing, dir_uri: str, dirname: str) -> None:
+    for name, size, mtime, is_dir, is_link in sorted(list_dir(dir_uri)):
+        if is_dir or is_link:
+            continue
+        f = LogFile(f"{dirname}/{name}", _join(dir_uri, name), size, mtime)
+        m = RE_STAGED.match(name)
+        if m:
+            listing.staged.append((int(m.group(1)), m.group(2), f))
+        elif RE_HADOOP_CRC.match(name):
+            continue
+        else:
+            listing.findings.append(Finding("stray.unknown", f"unrecognised file in {dirname}; ignored", "info", f"_delta_log/{f.name}"))
+
+
+def _note_gaps(listing: LogListing) -> None:
+    """Report versions missing between the first and last retained commit (never skip silently)."""
+    vs = listing.versions
+    if not vs:
+        return
+    present = set(vs)
+    covered = set()
+    for a, b, _ in listing.compacted:
+        covered.update(range(a, b + 1))
+    missing = [v for v in range(vs[0], vs[-1] + 1) if v not in present and v not in covered]
+    if not missing:
+        return
+    ranges = _ranges(missing)
+    listing.findings.append(
+        Finding(
+            "log.gap",
+            f"commit files missing for version(s) {ranges}; state after the gap is only exact from a later checkpoint",
+            "error",
+            "_delta_log",
+            missing[0],
+        )
+    )
+
+
+def _ranges(vs: list[int]) -> str:
+    out = []
+    start = prev = vs[0]
+    for v in vs[1:]:
+        if v == prev + 1:
+            prev = v
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        start = prev = v
+    out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ", ".join(out)

@@ -1,0 +1,290 @@
+"""Table state at a version: the latest usable checkpoint at or below it, plus the commits after.
+
+Files are keyed by (canonical path, deletion-vector id) as in Delta's log replay: within the
+ordered stream of actions the last add or remove of a key decides whether it is active.
+Checkpoints are read with Spark once and then kept in the table's cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import unquote
+
+import polars as pl
+
+from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.log.listing import Checkpoint
+from forensics.log.reader import read_checkpoint
+from forensics.log.table import TableLog
+from forensics.model import DeletionVectorRef, FileAction, Finding, Metadata, Protocol, Snapshot
+
+
+# --------------------------------------------------------------------------------------
+# Keys
+# --------------------------------------------------------------------------------------
+
+
+def with_keys(actions: pl.DataFrame, table_uri: str) -> pl.DataFrame:
+    """Add `cpath` (decoded, table-relative path) and `dv_id` (Delta's DV unique id)."""
+    root = table_uri.rstrip("/") + "/"
+    roots = {root, "file:" + root, "file://" + root}
+
+    def canon(p: str | None) -> str | None:
+        if p is None:
+            return None
+        q = unquote(p) if "%" in p else p
+        for r in roots:
+            if q.startswith(r):
+                return q[len(r):]
+        return q
+
+    needs = actions["path"].str.contains("%|:", literal=False).fill_null(False)
+    if needs.any():
+        cpath = pl.Series("cpath", [canon(p) if n else p for p, n in zip(actions["path"].to_list(), needs.to_list())], dtype=pl.Utf8)
+    else:
+        cpath = actions["path"].alias("cpath")
+    dv_id = (
+        pl.when(pl.col("dv_storage_type").is_not_null())
+        .then(
+            pl.col("dv_storage_type")
+            + pl.col("dv_path")
+            + pl.when(pl.col("dv_offset").is_not_null()).then(pl.lit("@") + pl.col("dv_offset").cast(pl.Utf8)).otherwise(pl.lit(""))
+        )
+        .otherwise(pl.lit(None, dtype=pl.Utf8))
+        .alias("dv_id")
+    )
+    return actions.with_columns(cpath).with_columns(dv_id)
+
+
+# --------------------------------------------------------------------------------------
+# Checkpoints
+# --------------------------------------------------------------------------------------
+
+
+def checkpoint_tables(log: TableLog, cp: Checkpoint) -> tuple[pl.DataFrame, pl.DataFrame, list[Finding]]:
+    """The checkpoint's file actions and other actions, from the cache or read with Spark."""
+    tag = f"{cp.version}-{cp.kind}-{len(cp.files)}-{cp.files[0].size}-{cp.files[0].mtime_ms}"
+    cdir: Path | None = log.cache_dir
+    if cdir is not None:
+        a_p, o_p = cdir / f"checkpoint-{tag}-actions.parquet", cdir / f"checkpoint-{tag}-others.parquet"
+        if a_p.exists() and o_p.exists():
+            try:
+                return pl.read_parquet(a_p), pl.read_parquet(o_p), []
+            except Exception:  # noqa: BLE001 - rebuild a broken cache entry
+                pass
+    parsed = read_checkpoint(log.spark(), log.listing, cp)
+    acts = pl.from_arrow(parsed.actions)
+    oth = pl.from_arrow(parsed.others)
+    assert isinstance(acts, pl.DataFrame) and isinstance(oth, pl.DataFrame)
+    if cdir is not None:
+        try:
+            cdir.mkdir(parents=True, exist_ok=True)
+            acts.write_parquet(a_p)
+            oth.write_parquet(o_p)
+        except OSError:
+            pass
+    return acts, oth, parsed.findings
+
+
+def choose_base(have: set[int], checkpoints: list[Checkpoint], version: int) -> tuple[Checkpoint | None, str]:
+    """The newest complete checkpoint <= version whose following commits are all retained."""
+    for cp in sorted((c for c in checkpoints if c.complete and c.version <= version), key=lambda c: -c.version):
+        if all(v in have for v in range(cp.version + 1, version + 1)):
+            return cp, f"checkpoint {cp.version} ({cp.kind}) + commits {cp.version + 1}..{version}"
+    if all(v in have for v in range(0, version + 1)):
+        return None, f"commits 0..{version} (no checkpoint used)"
+    missing = [v for v in range(0, version + 1) if v not in have]
+    raise ForensicsError(
+        ExitCode.NO_VERSION,
+        f"version {version} cannot be reconstructed: commit(s) {_short(missing)} are not retained and no usable checkpoint covers them",
+        file="_delta_log",
+        version=version,
+    )
+
+
+def _short(vs: list[int]) -> str:
+    return ", ".join(map(str, vs[:5])) + (f" … ({len(vs)} in all)" if len(vs) > 5 else "")
+
+
+# --------------------------------------------------------------------------------------
+# Replay
+# --------------------------------------------------------------------------------------
+
+
+def state_actions(log: TableLog, version: int, findings: list[Finding] | None = None):
+    """(file actions, other actions, base checkpoint) up to `version`, in log order.
+
+    A checkpoint that cannot be read is reported and the next older base is tried.
+    """
+    tried: set[int] = set()
+    while True:
+        usable = [c for c in log.listing.checkpoints if c.version not in tried]
+        cp, _why = choose_base(set(log.versions), usable, version)
+        if cp is None:
+            a = log.actions.filter(pl.col("version") <= version)
+            o = log.others.filter(pl.col("version") <= version)
+            return a, o, None
+        try:
+            ca, co, f = checkpoint_tables(log, cp)
+        except ForensicsError as e:
+            if findings is not None:
+                findings.append(Finding("checkpoint.unreadable", e.message + "; falling back to an older base", "error", e.file, cp.version))
+            tried.add(cp.version)
+            continue
+        if findings is not None:
+            findings.extend(f)
+        a = pl.concat([ca, log.actions.filter((pl.col("version") > cp.version) & (pl.col("version") <= version))], how="vertical_relaxed")
+        o = pl.concat([co, log.others.filter((pl.col("version") > cp.version) & (pl.col("version") <= version))], how="vertical_relaxed")
+        return a, o, cp.version
+
+
+def active_files(actions: pl.DataFrame, table_uri: str) -> pl.DataFrame:
+    """Rows of the adds that are active after replaying `actions` (which must be <= the version)."""
+    if actions.height == 0:
+        return actions.with_columns(pl.lit(None, dtype=pl.Utf8).alias("cpath"), pl.lit(None, dtype=pl.Utf8).alias("dv_id"))
+    keyed = with_keys(actions.filter(pl.col("kind").is_in(["add", "remove"])), table_uri)
+    last = keyed.sort(["version", "line"]).group_by(["cpath", "dv_id"], maintain_order=True).last()
+    return last.filter(pl.col("kind") == "add").sort(["cpath"])
+
+
+def snapshot(log: TableLog, version: int | None = None) -> tuple[Snapshot, list[Finding]]:
+    if version is None:
+        version = log.latest_version
+        if version is None:
+            raise ForensicsError(ExitCode.NOT_A_TABLE, "the log has no versions")
+    findings: list[Finding] = []
+    if version < 0:
+        raise ForensicsError(ExitCode.NO_VERSION, f"version {version} does not exist", version=version)
+    if log.latest_version is not None and version > log.latest_version:
+        raise ForensicsError(ExitCode.NO_VERSION, f"version {version} is newer than the latest version {log.latest_version}", version=version)
+    acts, oth, base = state_actions(log, version, findings)
+    files_df = active_files(acts, log.location)
+    protocol, metadata, txns, domains = _table_state(oth)
+    if metadata is None:
+        findings.append(Finding("snapshot.no_metadata", "no metaData action at or before this version", "error", None, version))
+    if protocol is None:
+        findings.append(Finding("snapshot.no_protocol", "no protocol action at or before this version", "error", None, version))
+    files = [file_action_from_row(r) for r in files_df.iter_rows(named=True)]
+    findings.extend(_crc_check(log, version, len(files)))
+    return (
+        Snapshot(
+            version=version,
+            files=files,
+            protocol=protocol,
+            metadata=metadata,
+            app_transactions=txns,
+            domain_metadata=domains,
+            base_checkpoint=base,
+        ),
+        findings,
+    )
+
+
+def _table_state(oth: pl.DataFrame):
+    protocol = metadata = None
+    txns: dict[str, int] = {}
+    domains: dict[str, str] = {}
+    for row in oth.sort(["version", "line"]).iter_rows(named=True):
+        k = row["kind"]
+        if k == "protocol":
+            protocol = protocol_from_json(row["payload"]) or protocol
+        elif k == "metaData":
+            metadata = metadata_from_json(row["payload"]) or metadata
+        elif k == "txn" and row["app_id"] is not None:
+            txns[row["app_id"]] = row["txn_version"]
+        elif k == "domainMetadata" and row["domain"] is not None:
+            try:
+                d = json.loads(row["payload"])
+            except (TypeError, ValueError):
+                continue
+            if d.get("removed"):
+                domains.pop(row["domain"], None)
+            else:
+                domains[row["domain"]] = d.get("configuration") or ""
+    return protocol, metadata, txns, domains
+
+
+def protocol_from_json(payload: str | None) -> Protocol | None:
+    try:
+        d = json.loads(payload or "")
+    except ValueError:
+        return None
+    if not isinstance(d, dict) or d.get("minReaderVersion") is None:
+        return None
+    rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
+    return Protocol(
+        int(d.get("minReaderVersion") or 0),
+        int(d.get("minWriterVersion") or 0),
+        tuple(rf) if rf is not None else None,
+        tuple(wf) if wf is not None else None,
+    )
+
+
+def metadata_from_json(payload: str | None) -> Metadata | None:
+    try:
+        d = json.loads(payload or "")
+    except ValueError:
+        return None
+    if not isinstance(d, dict):
+        return None
+    fmt = d.get("format") or {}
+    return Metadata(
+        id=d.get("id"),
+        name=d.get("name"),
+        description=d.get("description"),
+        format_provider=fmt.get("provider") if isinstance(fmt, dict) else None,
+        schema_string=d.get("schemaString"),
+        partition_columns=tuple(d.get("partitionColumns") or ()),
+        configuration={str(k): str(v) for k, v in (d.get("configuration") or {}).items()},
+        created_time=d.get("createdTime"),
+    )
+
+
+def file_action_from_row(r: dict) -> FileAction:
+    dv = None
+    if r.get("dv_storage_type") is not None:
+        dv = DeletionVectorRef(r["dv_storage_type"], r.get("dv_path") or "", r.get("dv_offset"), r.get("dv_size"), r.get("dv_cardinality"))
+    pv = {}
+    if r.get("partition_values"):
+        try:
+            pv = json.loads(r["partition_values"]) or {}
+        except ValueError:
+            pv = {}
+    tags = None
+    if r.get("tags"):
+        try:
+            tags = json.loads(r["tags"])
+        except ValueError:
+            tags = None
+    return FileAction(
+        version=r["version"],
+        kind=r["kind"],
+        path=r["path"],
+        partition_values=pv,
+        size=r.get("size"),
+        data_change=r.get("data_change"),
+        stats=r.get("stats"),
+        deletion_vector=dv,
+        modification_time=r.get("modification_time"),
+        deletion_timestamp=r.get("deletion_timestamp"),
+        tags=tags,
+    )
+
+
+def _crc_check(log: TableLog, version: int, num_files: int) -> list[Finding]:
+    """Cross-check the replayed file count with the version checksum (.crc), when there is one."""
+    from forensics.log.table import read_small
+
+    f = log.listing.crc.get(version)
+    if f is None:
+        return []
+    name = f"_delta_log/{f.name}"
+    try:
+        d = json.loads(read_small(f.uri).decode("utf-8", "replace"))
+        n = int(d["numFiles"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return [Finding("crc.corrupt", "version checksum is not valid JSON with numFiles; not used", "warning", name, version)]
+    if n != num_files:
+        return [Finding("crc.mismatch", f"checksum says {n} files, log replay gives {num_files}", "error", name, version)]
+    return []

@@ -1,0 +1,328 @@
+"""Typed records passed between the reader, the set builder, the rule engine and the views.
+
+Names follow Delta's own vocabulary (readVersion, winning commit, blind append, read
+predicate) so a reader of this code can hold it against delta-spark's ConflictChecker.
+Everything here is plain data: no Spark, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Literal
+
+# --------------------------------------------------------------------------------------
+# Certainty labels
+# --------------------------------------------------------------------------------------
+
+
+class Bound(str, Enum):
+    """How a reconstructed set relates to what the engine really recorded.
+
+    exact:    equal to what the engine recorded (read straight from log evidence).
+    superset: contains what the engine recorded (we may report conflicts it did not see).
+    subset:   contained in what the engine recorded (we may miss conflicts).
+    unknown:  the log does not say.
+    """
+
+    EXACT = "exact"
+    SUPERSET = "superset"
+    SUBSET = "subset"
+    UNKNOWN = "unknown"
+
+
+# --------------------------------------------------------------------------------------
+# Diagnostics (bad input, stray files, anomalies)
+# --------------------------------------------------------------------------------------
+
+Severity = Literal["info", "warning", "error"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something noticed while reading: a stray file, a gap, a broken line.
+
+    `code` is stable (documented in the README); `message` is one line for humans.
+    `file` is relative to the table root where possible; `version` is the commit involved.
+    """
+
+    code: str
+    message: str
+    severity: Severity = "warning"
+    file: str | None = None
+    version: int | None = None
+
+    def one_line(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.version is not None:
+            where.append(f"version {self.version}")
+        loc = f" ({', '.join(where)})" if where else ""
+        return f"{self.severity}: {self.code}{loc}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "version": self.version,
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Log contents
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeletionVectorRef:
+    storage_type: str
+    path_or_inline_dv: str
+    offset: int | None = None
+    size_in_bytes: int | None = None
+    cardinality: int | None = None
+
+    @property
+    def unique_id(self) -> str:
+        """Delta's DeletionVectorDescriptor.uniqueId: storageType + pathOrInlineDv [+ '@' offset]."""
+        base = f"{self.storage_type}{self.path_or_inline_dv}"
+        return f"{base}@{self.offset}" if self.offset is not None else base
+
+
+@dataclass(frozen=True)
+class FileAction:
+    """One add, remove or cdc action, as written in the log (path not decoded)."""
+
+    version: int
+    kind: Literal["add", "remove", "cdc"]
+    path: str
+    partition_values: dict[str, str | None] = field(default_factory=dict)
+    size: int | None = None
+    data_change: bool | None = None
+    stats: str | None = None  # raw JSON text; parse lazily
+    deletion_vector: DeletionVectorRef | None = None
+    modification_time: int | None = None
+    deletion_timestamp: int | None = None
+    tags: dict[str, str] | None = None
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        """Files are identified by (path, deletion-vector id), as in Delta's log replay."""
+        return (self.path, self.deletion_vector.unique_id if self.deletion_vector else None)
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """One retained version of the table, from its commitInfo and action counts.
+
+    A field the commit does not carry is None (not a default): delta-rs writes no
+    readVersion, old writers write no isBlindAppend, hand-built logs have no commitInfo.
+    """
+
+    version: int
+    timestamp: int | None  # commitInfo.timestamp (ms), else the file's modification time
+    in_commit_timestamp: int | None
+    file_modification_time: int | None
+    operation: str | None
+    operation_parameters: dict[str, Any]  # decoded (see forensics.log.params)
+    read_version: int | None
+    isolation_level: str | None
+    is_blind_append: bool | None
+    txn_id: str | None
+    engine_info: str | None
+    user_id: str | None = None
+    user_name: str | None = None
+    job: dict[str, Any] | None = None
+    notebook: dict[str, Any] | None = None
+    cluster_id: str | None = None
+    operation_metrics: dict[str, Any] | None = None
+    user_metadata: str | None = None
+    tags: dict[str, str] | None = None
+    num_add: int = 0
+    num_remove: int = 0
+    num_cdc: int = 0
+    partitions_touched: list[dict[str, str | None]] = field(default_factory=list)
+    has_metadata: bool = False
+    has_protocol: bool = False
+    has_txn: bool = False
+    has_domain_metadata: bool = False
+    has_commit_info: bool = False
+    txn_app_ids: dict[str, int] = field(default_factory=dict)  # appId -> version
+    domains: list[str] = field(default_factory=list)
+    source: Literal["commit", "compacted", "staged", "checkpoint"] = "commit"
+    commit_info_raw: str | None = None  # the commitInfo object as written (JSON text)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: tuple[str, ...] | None = None
+    writer_features: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "minReaderVersion": self.min_reader_version,
+            "minWriterVersion": self.min_writer_version,
+        }
+        if self.reader_features is not None:
+            d["readerFeatures"] = list(self.reader_features)
+        if self.writer_features is not None:
+            d["writerFeatures"] = list(self.writer_features)
+        return d
+
+
+@dataclass(frozen=True)
+class Metadata:
+    id: str | None
+    name: str | None
+    description: str | None
+    format_provider: str | None
+    schema_string: str | None
+    partition_columns: tuple[str, ...]
+    configuration: dict[str, str]
+    created_time: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "description": self.description,
+            "format": {"provider": self.format_provider},
+            "schemaString": self.schema_string,
+            "partitionColumns": list(self.partition_columns),
+            "configuration": dict(self.configuration),
+            "createdTime": self.created_time,
+        }
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Table state at one version: what a reader at that version sees."""
+
+    version: int
+    files: list[FileAction]  # active adds, keyed by (path, DV id)
+    protocol: Protocol | None
+    metadata: Metadata | None
+    app_transactions: dict[str, int]
+    domain_metadata: dict[str, str]
+    base_checkpoint: int | None  # the checkpoint the replay started from, if any
+
+
+# --------------------------------------------------------------------------------------
+# Read and write sets (issue: per-commit read/write sets)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReadSet:
+    """What a transaction read, as delta-spark's OptimisticTransaction records it (spec §4)."""
+
+    partition_predicates: list[str]  # SQL text, `TRUE` for a whole-table read predicate
+    data_predicates: list[str]
+    whole_table: bool
+    files: list[FileAction] | None  # None = not known
+    files_bound: Bound
+    app_ids: set[str]
+    recorded_read: bool  # False = the commit recorded no read at all (blind append)
+    why: str  # the reason for each label, in words
+    predicate_bound: Bound = Bound.EXACT
+
+
+@dataclass
+class WriteSet:
+    """What a transaction committed."""
+
+    adds: list[FileAction]
+    removes: list[FileAction]
+    cdc: list[FileAction]
+    metadata: Metadata | None
+    protocol: Protocol | None
+    app_txns: dict[str, int]
+    domains: list[str]
+    is_blind_append: bool  # the value the conflict checker would use
+    is_blind_append_recorded: bool | None  # what commitInfo said (None = absent)
+
+    @property
+    def metadata_changed(self) -> bool:
+        return self.metadata is not None
+
+    @property
+    def protocol_changed(self) -> bool:
+        return self.protocol is not None
+
+
+# --------------------------------------------------------------------------------------
+# Verdicts
+# --------------------------------------------------------------------------------------
+
+ExceptionName = Literal[
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+]
+
+EXCEPTION_NAMES: tuple[str, ...] = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "ConcurrentTransactionException",
+    "ConcurrentWriteException",
+)
+
+Verdict = Literal["clean", "reordered", "anomaly", "skipped"]
+
+
+# --------------------------------------------------------------------------------------
+# Inputs of the conflict checker
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Transaction:
+    """The current transaction, as the conflict checker sees it at commit time.
+
+    For a logged commit `version` is where it landed; for a hypothetical or failed one it
+    is None. `isolation_level` is the effective level (spec §2), after any downgrade.
+    """
+
+    operation: str | None
+    operation_parameters: dict[str, Any]
+    read_version: int
+    isolation_level: str  # "Serializable" | "WriteSerializable" | "SnapshotIsolation"
+    read: ReadSet
+    write: WriteSet
+    partition_columns: tuple[str, ...]
+    schema_string: str | None = None
+    read_metadata: Metadata | None = None
+    read_protocol: Protocol | None = None
+    engine_info: str | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+    txn_id: str | None = None
+    version: int | None = None
+    isolation_level_bound: Bound = Bound.EXACT  # inferred when the commit did not record it
+
+
+@dataclass
+class WinningCommit:
+    """A commit that landed between the transaction's readVersion and its own commit (spec §3)."""
+
+    version: int
+    operation: str | None
+    adds: list[FileAction]
+    removes: list[FileAction]
+    metadata: Metadata | None
+    protocol: Protocol | None
+    app_txns: dict[str, int]
+    domains: list[str]
+    is_blind_append: bool | None  # as recorded; None (absent) is treated as False by delta-spark
+    commit: CommitRecord | None = None
+    tags: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,25 @@
+"""Where delta-forensics keeps its own files (never under a table path)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    env = os.environ.get("DELTA_FORENSICS_CACHE_DIR")
+    if env:
+        return Path(env)
+    try:
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("delta-forensics"))
+    except ImportError:  # pragma: no cover
+        return Path.home() / ".cache" / "delta-forensics"
+
+
+def table_cache_dir(location: str) -> Path:
+    """One cache directory per table location (a hash of the normalised URI)."""
+    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:20]
+    return cache_root() / "tables" / digest

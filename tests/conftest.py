@@ -1,0 +1,46 @@
+"""Shared fixtures: one local SparkSession per test run, paths to sample logs and ../shared."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE_LOGS = REPO / "sample_logs"
+SHARED = Path(os.environ.get("DELTA_FORENSICS_SHARED", REPO.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def sample_logs() -> Path:
+    return SAMPLE_LOGS
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not (SHARED / "spec" / "conflict-rules.md").exists():
+        pytest.skip("../shared reference material is absent")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The one SparkSession of this test run (local[2], UI off, few shuffle partitions)."""
+    from forensics.spark import get_spark
+
+    session = get_spark(master="local[2]")
+    yield session
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Every test gets its own cache directory so cached results never leak between tests."""
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("DELTA_FORENSICS_CACHE_DIR", str(cache))
+    yield
