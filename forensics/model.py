@@ -326,3 +326,5 @@ class WinningCommit:
     is_blind_append: bool | None  # as recorded; None (absent) is treated as False by delta-spark
     commit: CommitRecord | None = None
     tags: dict[str, str] = field(default_factory=dict)
+
+ISOLATION_LEVELS: tuple[str, ...] = ("Serializable", "WriteSerializable", "SnapshotIsolation")

@@ -120,3 +120,91 @@ def findings_block(findings: Iterable[Any]) -> Text:
         style = {"error": "red", "warning": "yellow"}.get(f.severity, "dim")
         out.append(safe.inert(f.one_line(), 1000) + "\n", style=style)
     return out
+
+
+def sets_view(items: list[dict[str, Any]]) -> RenderableType:
+    t = Table(header_style="bold", pad_edge=False, show_lines=False)
+    for c in ("version", "operation", "read predicate (partition)", "data predicates", "files read", "bound", "writes", "blind"):
+        t.add_column(c, overflow="fold")
+    for it in items:
+        r, w = it["read"], it["write"]
+        files = "—" if r["partition_predicate"] is None and not r["files"] else str(len(r["files"]))
+        writes = f"+{len(w['adds'])} -{len(w['removes'])}" + (" meta" if w["metadata_changed"] else "") + (" proto" if w["protocol_changed"] else "")
+        if w["app_ids"]:
+            writes += " txn:" + ",".join(w["app_ids"])
+        t.add_row(
+            str(it["version"]),
+            safe.text(it["operation"] or "—", max_len=30),
+            safe.text(r["partition_predicate"] if r["partition_predicate"] is not None else "(no read)", max_len=120),
+            safe.text("; ".join(r["data_predicates"]), max_len=120),
+            files + (" +whole table" if r["whole_table"] else ""),
+            Text(r["files_bound"], style={"exact": "green", "superset": "yellow", "subset": "yellow", "unknown": "red"}[r["files_bound"]]),
+            safe.text(writes, max_len=80),
+            _b(w["is_blind_append"]),
+        )
+    return t
+
+
+def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
+    c = report.counts
+    head = Text()
+    head.append(f"Replay of {safe.inert(report.location, 300)}\n", style="bold")
+    head.append(
+        f"{report.total_commits} commits; {report.not_concurrent} had no concurrent winner; "
+        f"{len(report.verdicts)} window(s) replayed: "
+    )
+    for k in ("clean", "reordered", "anomaly", "skipped"):
+        head.append(f"{c.get(k, 0)} {k}", style=VERDICT_STYLE[k])
+        head.append("  ")
+    if report.isolation_level or report.rules:
+        head.append(f"\n(counterfactual: isolation {report.isolation_level or 'as recorded'}, rules {report.rules or 'per engineInfo'})", style="dim")
+    t = Table(header_style="bold", pad_edge=False)
+    for col in ("version", "readVersion", "operation", "window", "verdict", "profile", "isolation", "detail"):
+        t.add_column(col, overflow="fold", no_wrap=col not in ("detail",))
+    for v in sorted(report.verdicts.values(), key=lambda x: x.version):
+        if v.verdict == "skipped" and not show_skipped:
+            continue
+        if v.verdict == "anomaly":
+            detail = f"{v.exception} vs v{v.winning_version}; likely: {v.likely_reason}"
+        elif v.verdict == "reordered":
+            detail = "serialized before " + ", ".join(f"v{x}" for x in v.reordered_before)
+        else:
+            detail = v.why
+        t.add_row(
+            str(v.version),
+            "" if v.read_version is None else str(v.read_version),
+            safe.text(v.operation or "—", max_len=30),
+            f"{len(v.window)}",
+            Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, "")),
+            safe.text(v.profile, max_len=30),
+            safe.text(v.isolation_level or "", max_len=20),
+            safe.text(detail, max_len=300),
+        )
+    skipped = c.get("skipped", 0)
+    tail = Text(f"{skipped} skipped window(s) hidden; --all shows them", style="dim") if skipped and not show_skipped else Text("")
+    return Group(head, t, tail)
+
+
+def whatif_view(res: Any) -> RenderableType:
+    r = res.result
+    out = Text()
+    style = VERDICT_STYLE.get(r.verdict, "")
+    out.append("verdict: ", style="bold")
+    out.append(r.verdict.upper(), style=style)
+    if r.exception:
+        out.append(f"  {r.exception} against v{r.winning_version} ({r.rule})", style=style)
+    out.append(f"\nprofile: {safe.inert(r.profile)} ({safe.inert(res.profile_why, 300)})\n")
+    out.append(f"isolation level: {res.isolation_level}; certainty: {r.certainty.value}\n")
+    out.append(f"checked against: {', '.join('v' + str(v) for v in res.winners) or 'no winning commits'}\n")
+    out.append(f"read: {safe.inert(res.read_summary, 800)}\nwrite: {safe.inert(res.write_summary, 300)}\n")
+    if r.partition:
+        out.append(f"partition: {safe.inert(r.partition)}\n")
+    if r.file:
+        out.append(f"file: {safe.inert(r.file)}\n")
+    if r.reordered_before:
+        out.append(f"serialized before: {', '.join('v' + str(v) for v in r.reordered_before)} (reordered)\n", style="yellow")
+    for n in res.notes:
+        out.append(f"note: {safe.inert(n, 400)}\n", style="dim")
+    out.append("\nmessage the engine would print:\n", style="bold")
+    out.append(safe.inert_multiline(r.message, 4000) + "\n")
+    return out

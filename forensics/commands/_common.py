@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any, Iterable
 
-from forensics.exitcodes import ExitCode
+from forensics.exitcodes import ExitCode, ForensicsError
 from forensics.model import Finding
 
 
@@ -71,3 +71,15 @@ def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> in
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")
+
+
+def check_rules(name: str | None) -> None:
+    """An unknown --rules profile is a usage error, said in one line."""
+    if not name:
+        return
+    from forensics.rules import get_profile
+
+    try:
+        get_profile(name)
+    except KeyError as e:
+        raise ForensicsError(ExitCode.USAGE, str(e).strip("'\"")) from e
