@@ -202,6 +202,10 @@ def replay_commit(
     if op in COMMIT_LARGE_OPS:
         base.why = f"{rec.operation} commits without conflict checks (commitLarge, spec §1.6)"
         return base
+    if not base.window:
+        base.verdict = "clean"
+        base.why = f"no commit landed between its read (v{rv}) and its commit: nothing to check"
+        return base
     missing = [w for w in base.window if w not in set(log.versions)]
     if missing:
         base.why = f"winning commit(s) {missing[:5]} are not in the retained log"

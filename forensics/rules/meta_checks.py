@@ -1,0 +1,164 @@
+"""Non-file checks: protocol, metadata, domain metadata, app ids, row-tracking rebase steps.
+
+delta-spark §5.1-§5.5 (per release via the profile), delta-rs §9, Kernel §10.
+Each function checks ONE winning commit and returns one CheckOutcome.
+"""
+
+from __future__ import annotations
+
+from forensics.model import Protocol, WinningCommit
+from forensics.rules import metadata as md
+from forensics.rules.isolation import ROW_TRACKING_DOMAIN
+from forensics.rules.results import CheckOutcome
+from forensics.rules.state import CheckState
+
+BACKFILL = "ROW TRACKING BACKFILL"
+UNBACKFILL = "ROW TRACKING UNBACKFILL"
+UNBACKFILL_ERROR = "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL"
+
+
+def _ok(name: str, w: WinningCommit, reason: str, **kw) -> CheckOutcome:
+    return CheckOutcome(name, "passed", reason, winner_version=w.version, **kw)
+
+
+def _fail(name: str, w: WinningCommit, exc: str, reason: str, **kw) -> CheckOutcome:
+    return CheckOutcome(name, "failed", reason, exception=exc, winner_version=w.version, **kw)
+
+
+def _features(p: Protocol) -> set[str]:
+    return set(p.reader_features or ()) | set(p.writer_features or ())
+
+
+def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    name, p, txn = "protocol", w.protocol, st.txn
+    if p is None:
+        return _ok(name, w, f"winner v{w.version} has no protocol action")
+    eng = st.profile.engine
+    if eng == "kernel":  # spec §10: any winning Protocol
+        return _fail(name, w, "ProtocolChangedException", f"winner v{w.version} changed the protocol (Kernel aborts on any)")
+    if eng == "delta-rs":  # spec §9 (sic: writer version compared the wrong way round)
+        cur = txn.read_protocol
+        if cur is not None and (cur.min_reader_version < p.min_reader_version or p.min_writer_version < cur.min_writer_version):
+            detail = (f"required read/write {p.min_reader_version}/{p.min_writer_version}, "
+                      f"current read/write {cur.min_reader_version}/{cur.min_writer_version}")
+            return _fail(name, w, "ProtocolChangedException", f"winner v{w.version}: {detail}")
+        if txn.write.protocol is not None:
+            return _fail(name, w, "ProtocolChangedException", "both this transaction and the winner change the protocol")
+        return _ok(name, w, f"winner v{w.version} protocol compatible (versions only; features not compared)")
+    # delta-spark / Databricks, spec §5.1
+    st.protocol = p
+    if txn.write.protocol is not None:
+        extra = " (both created the table)" if w.version == 0 else ""
+        return _fail(name, w, "ProtocolChangedException",
+                     f"both this transaction and winner v{w.version} carry a Protocol action{extra}")
+    read = txn.read_protocol
+    if read is not None:
+        dropped = sorted(_features(read) - _features(p))
+        lowered = p.min_reader_version < read.min_reader_version or p.min_writer_version < read.min_writer_version
+        if dropped or lowered:
+            what = f"drops table feature(s) {', '.join(dropped)}" if dropped else "lowers the protocol versions"
+            return _fail(name, w, "ProtocolChangedException", f"winner v{w.version} {what}")
+    else:
+        st.inferred.append("read protocol unknown: a feature drop by a winner could not be ruled out")
+    return _ok(name, w, f"winner v{w.version} protocol adopted (no drop, this transaction has no Protocol action)")
+
+
+def check_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    name = "metadata"
+    if w.metadata is None:
+        return _ok(name, w, f"winner v{w.version} has no metadata action")
+    mode = st.profile.metadata_mode
+    exc = "MetadataChangedException"
+    if mode in ("any", "delta-rs", "kernel"):
+        return _fail(name, w, exc, f"winner v{w.version} changed metadata (any winning Metadata aborts in {st.profile.name})")
+    if mode == "tolerant":
+        ok, why = md.tolerate_33(st.metadata_changed, w)
+        if ok and md.is_rt_enablement_only(w):
+            st.metadata = w.metadata
+        return _ok(name, w, why) if ok else _fail(name, w, exc, why)
+    ok, why = md.resolve_41(st.metadata_changed, st.metadata, w, st.protocol)  # T.metadata, possibly adopted
+    if ok:
+        if not md.is_identity_only(w):
+            st.metadata = w.metadata  # spec §5.2.6: T.metadata := w.metadata
+        return _ok(name, w, why)
+    return _fail(name, w, exc, why)
+
+
+def check_domain_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    """spec §5.3 / §10: a domain both write aborts, except row tracking (high-water mark reassigned)."""
+    name = "domainMetadata"
+    if not st.profile.checks_domain_metadata:
+        return CheckOutcome(name, "skipped", "no domain-metadata check before v3.0", winner_version=w.version)
+    both = sorted(set(st.txn.write.domains) & set(w.domains))
+    clash = [d for d in both if d != ROW_TRACKING_DOMAIN]
+    if clash:
+        return _fail(name, w, "ConcurrentTransactionException",
+                     f"winner v{w.version} also wrote metadata domain {clash[0]}", file=None)
+    if both:
+        return _ok(name, w, "both wrote delta.rowTracking; exempt, high-water mark reassigned")
+    return _ok(name, w, "no common metadata domain")
+
+
+def check_app_ids(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    name, txn = "appIds", st.txn
+    eng = st.profile.engine
+    if eng == "kernel":  # spec §10: version-aware
+        mine = dict(txn.write.app_txns)
+        for app in txn.read.app_ids:
+            mine.setdefault(app, -1)
+        hits = sorted(a for a, v in w.app_txns.items() if a in mine and v >= mine[a])
+        if hits:
+            return _fail(name, w, "ConcurrentTransactionException",
+                         f"winner v{w.version} committed appId {hits[0]} at version {w.app_txns[hits[0]]} >= ours")
+        return _ok(name, w, "no appId committed at a version >= ours")
+    # delta-rs: the transaction's OWN txn actions; Spark: the appIds it read (spec §4.4, §9)
+    mine = set(txn.write.app_txns) if eng == "delta-rs" else set(txn.read.app_ids)
+    hits = sorted(mine & set(w.app_txns))
+    if hits:
+        return _fail(name, w, "ConcurrentTransactionException",
+                     f"winner v{w.version} committed appId {hits[0]} that this transaction depends on")
+    return _ok(name, w, "no common appId" if w.app_txns else f"winner v{w.version} has no txn action")
+
+
+def check_backfill(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    """spec §5.5 (v3.3+): a backfill drops paths the winner added/removed; a winning backfill's
+    baseRowIds are copied into our re-added/removed files."""
+    name = "rowTrackingBackfill"
+    if not st.profile.at_least(3, 3):
+        return CheckOutcome(name, "skipped", "no backfill resolution before v3.3", winner_version=w.version)
+    if (st.txn.operation or "") == BACKFILL:
+        touched = {f.path for f in (*w.adds, *w.removes)}
+        dropped = sorted({f.path for f in st.adds if f.path in touched} | {f.path for f in (st.read_files or []) if f.path in touched})
+        st.adds = [f for f in st.adds if f.path not in touched]
+        st.removes = [f for f in st.removes if f.path not in touched]
+        if st.read_files is not None:
+            st.read_files = [f for f in st.read_files if f.path not in touched]
+        return _ok(name, w, f"backfill dropped {len(dropped)} path(s) touched by winner v{w.version}"
+                   + (f" (e.g. {dropped[0]})" if dropped else ""))
+    if (w.operation or "") == BACKFILL:
+        return _ok(name, w, f"winner v{w.version} is a backfill; its baseRowId/defaultRowCommitVersion copied")
+    return _ok(name, w, "neither side is a row-tracking backfill")
+
+
+def check_unbackfill(st: CheckState, w: WinningCommit) -> CheckOutcome:
+    name = "rowTrackingUnbackfill"
+    if (st.txn.operation or "") == UNBACKFILL and (w.operation or "") == BACKFILL:
+        return _fail(name, w, "DeltaIllegalStateException",
+                     f"winner v{w.version} is a row-tracking backfill running concurrently with this unbackfill",
+                     error_class=UNBACKFILL_ERROR)
+    return _ok(name, w, "no backfill/unbackfill clash")
+
+
+def check_rebase_noop(name: str):
+    """Rebase steps that never throw a concurrency exception (spec §5.5, §5.9): recorded for completeness."""
+    reasons = {
+        "rowIds": "row IDs of new files reassigned above the winner's high-water mark if needed",
+        "rowCommitVersions": "default row commit versions equal to the winner's moved to the next version",
+        "typeWidening": "type-widening version metadata bumped if needed",
+        "ict": "in-commit timestamp raised above the winner's if ICT is enabled",
+    }
+
+    def run(st: CheckState, w: WinningCommit) -> CheckOutcome:
+        return _ok(name, w, f"rebase only: {reasons[name]}")
+
+    return run

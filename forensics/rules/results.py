@@ -1,0 +1,84 @@
+"""Results of the conflict checker: one record per check that ran, one verdict per window.
+
+`WindowResult.to_json()` is the contract the `whatif` command prints:
+{"verdict", "exception", "winning_version", "rule", "partition", "file", "message",
+ "reordered_before"} plus extra keys (checks, profile, certainty, why, error_class).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from forensics.model import Bound
+
+CheckStatus = Literal["passed", "failed", "skipped"]
+
+
+@dataclass
+class CheckOutcome:
+    """One check of one profile against one winning commit (spec §5 / §9 / §10)."""
+
+    check: str  # e.g. "appends", "deleteRead", "metadata"
+    status: CheckStatus
+    reason: str  # in words, e.g. "winner v7 is a blind append; forgiven under WriteSerializable"
+    exception: str | None = None  # Delta simple class name when status == "failed"
+    file: str | None = None  # the exact file involved (path as in the log)
+    partition: dict[str, str | None] | None = None  # partitionValues of that file
+    winner_version: int | None = None
+    reordered: bool = False  # a matching add was forgiven (spec §6): serial order puts T first
+    error_class: str | None = None  # e.g. DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT
+    inferred: bool = False  # the outcome rests on an inference (e.g. Databricks row-level concurrency)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "status": self.status,
+            "reason": self.reason,
+            "exception": self.exception,
+            "file": self.file,
+            "partition": self.partition,
+            "winner_version": self.winner_version,
+            "reordered": self.reordered,
+            "error_class": self.error_class,
+            "inferred": self.inferred,
+        }
+
+
+Verdict = Literal["commit", "abort"]
+
+
+@dataclass
+class WindowResult:
+    """Outcome of checking a transaction against its winning commits R+1..V-1 in order."""
+
+    verdict: Verdict
+    exception: str | None
+    winning_version: int | None
+    rule: str  # the check that aborted, or "none"
+    partition: dict[str, str | None] | None
+    file: str | None
+    message: str  # the engine's message for an abort; a one-line summary for a commit
+    reordered_before: list[int]
+    checks: list[CheckOutcome]
+    profile: str
+    certainty: Bound
+    why: str
+    error_class: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "exception": self.exception,
+            "winning_version": self.winning_version,
+            "rule": self.rule,
+            "partition": self.partition,
+            "file": self.file,
+            "message": self.message,
+            "reordered_before": list(self.reordered_before),
+            "error_class": self.error_class,
+            "profile": self.profile,
+            "certainty": self.certainty.value,
+            "why": self.why,
+            "checks": [c.to_json() for c in self.checks],
+        }
