@@ -23,6 +23,8 @@ dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
 	$(BIN)/delta-forensics history $(DEMO_TABLE)
+	$(BIN)/delta-forensics replay sample_logs/b-writeserializable-reorder/table
+	$(BIN)/delta-forensics explain sample_logs/b-writeserializable-reorder/table 3
 
 test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest -q
