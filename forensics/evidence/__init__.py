@@ -1,0 +1,92 @@
+"""Traces of transactions that never reached the log: orphan data files, stray commit files,
+and the aborted attempts they reveal (each replayed to its most likely exception).
+
+`collect_evidence(log)` never writes under the table path; everything it concludes about an
+attempt is inferred (files carry no readVersion), and says why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.evidence.attempts import Attempt, Clock, file_clock, group_attempts, likely_retry
+from forensics.evidence.hypotheses import replay_attempt
+from forensics.evidence.stray import StrayCommit, stray_commits
+from forensics.evidence.walk import DataFile, canonical, walk_table
+from forensics.log.table import TableLog
+from forensics.model import Finding
+from forensics.sets import StateIndex
+
+__all__ = ["Attempt", "DataFile", "Evidence", "StrayCommit", "collect_evidence"]
+
+
+@dataclass
+class Evidence:
+    orphan_files: list[DataFile]
+    unknown_files: list[DataFile]  # unreferenced, but may have been removed before the retained log began
+    attempts: list[Attempt]
+    stray_commit_files: list[StrayCommit]
+    clock: Clock
+    oldest_retained: int | None
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "orphan_files": [f.path for f in self.orphan_files],
+            "unknown_files": [f.path for f in self.unknown_files],
+            "unknown_why": (
+                f"unreferenced files older than the oldest retained commit (v{self.oldest_retained}) may have been removed "
+                "by a commit that is no longer retained: they cannot be told from orphans" if self.unknown_files else None
+            ),
+            "attempts": [a.to_json() for a in self.attempts],
+            "stray_commit_files": [s.to_json() for s in self.stray_commit_files],
+            "file_times_trusted": self.clock.trusted,
+            "file_times_why": self.clock.why,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def collect_evidence(log: TableLog, state: StateIndex | None = None, *, rules: str | None = None, replay: bool = True) -> Evidence:
+    state = state or StateIndex(log)
+    lt = state.lifetimes
+    walk = walk_table(log, lt.frame if lt.frame.height else None)
+    on_disk = {f.path: f for f in walk.files}
+    canon = lambda p: canonical(p, log.location)  # noqa: E731
+    clock = file_clock(log, on_disk, canon)
+    unref = [f for f in walk.files if f.path not in walk.referenced]
+    versions = log.versions
+    oldest = min(versions) if versions else None
+    orphans: list[DataFile] = []
+    unknown: list[DataFile] = []
+    if oldest is not None and oldest > 0:
+        ts0 = log.record(oldest).timestamp
+        for f in unref:
+            if not clock.trusted or ts0 is None or f.mtime_ms < ts0:
+                unknown.append(f)
+            else:
+                orphans.append(f)
+    else:
+        orphans = unref
+    strays = stray_commits(log)
+    md = state.metadata_at(log.latest_version or 0)
+    pcols = tuple(md.partition_columns) if md else ()
+    attempts = group_attempts(orphans, pcols, clock)
+    by_path = {}
+    for sc in strays:
+        for p in sc.adds:
+            c = canon(p)
+            if c:
+                by_path[c] = sc
+    for a in attempts:
+        sc = next((by_path[f.path] for f in a.files if f.path in by_path), None)
+        rv = None
+        if sc is not None:
+            a.stray_commit = sc.file
+            rv = sc.read_version
+        if replay:
+            retry = None if clock.trusted else likely_retry(log, a, canon)
+            replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv)
+            if sc is not None and rv is not None:
+                a.why += f" Its commit file {sc.file} records readVersion {rv} and operation {sc.operation}."
+    return Evidence(orphans, unknown, attempts, strays, clock, oldest, list(walk.findings))

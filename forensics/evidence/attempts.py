@@ -1,0 +1,183 @@
+"""Group orphan data files into likely write attempts and place each in time.
+
+One failed job leaves one or more files. Spark's own file naming shares one job UUID across a
+job's files; Delta's DelayedCommitProtocol and delta-rs give every file its own UUID, so those
+files are grouped by modification time: files closer together than the widest spread seen
+inside one committed commit (at least MIN_GAP_MS) form one attempt, and a change of codec
+suffix (a different writer configuration) splits them. All of it is inferred, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote
+
+import polars as pl
+
+from forensics.evidence.walk import DataFile
+from forensics.log.table import TableLog
+
+RE_PART = re.compile(r"^part-(\d{5})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[.-]c(\d{3})(.*)$")
+MIN_GAP_MS = 5
+MAX_GAP_MS = 10 * 60 * 1000
+TRUST_TOLERANCE_MS = 60_000
+
+
+@dataclass
+class Attempt:
+    files: list[DataFile]
+    partitions: list[dict[str, str | None]]
+    first_seen: int
+    last_seen: int
+    grouped_by: str  # "job-uuid" | "mtime-cluster" | "stray-commit"
+    concurrent_versions: list[int] = field(default_factory=list)
+    landed_after: list[int] = field(default_factory=list)
+    likely_exception: str | None = None
+    winning_version: int | None = None
+    rule: str | None = None
+    hypothesis: str | None = None
+    read_version: int | None = None
+    partition: dict | None = None
+    file: str | None = None
+    certainty: str = "inferred"
+    why: str = ""
+    retry_version: int | None = None
+    stray_commit: str | None = None
+    tried: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": [f.path for f in self.files],
+            "partitions": self.partitions,
+            "first_seen": self.first_seen,
+            "last_seen": self.last_seen,
+            "grouped_by": self.grouped_by,
+            "concurrent_versions": self.concurrent_versions,
+            "landed_after": self.landed_after,
+            "likely_exception": self.likely_exception,
+            "winning_version": self.winning_version,
+            "rule": self.rule,
+            "hypothesis": self.hypothesis,
+            "read_version": self.read_version,
+            "partition": self.partition,
+            "file": self.file,
+            "certainty": self.certainty,
+            "retry_version": self.retry_version,
+            "stray_commit": self.stray_commit,
+            "why": self.why,
+            "tried": self.tried,
+        }
+
+
+def job_uuid(name: str) -> tuple[str | None, str]:
+    """(UUID, codec suffix) from a Spark/Delta/delta-rs data file name."""
+    m = RE_PART.match(os.path.basename(name))
+    if not m:
+        return None, os.path.splitext(name)[1]
+    return m.group(2).lower(), m.group(4)
+
+
+def partition_of(path: str, partition_columns: tuple[str, ...]) -> dict[str, str | None]:
+    """Hive-style `col=value` directories of a relative path, for the table's partition columns."""
+    out: dict[str, str | None] = {}
+    for seg in path.split("/")[:-1]:
+        if "=" not in seg:
+            continue
+        k, v = seg.split("=", 1)
+        k, v = unquote(k), unquote(v)
+        if not partition_columns or k in partition_columns:
+            out[k] = None if v == "__HIVE_DEFAULT_PARTITION__" else v
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Can file modification times be compared with commit timestamps?
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Clock:
+    trusted: bool
+    why: str
+    intra_commit_gap_ms: int | None
+
+
+def file_clock(log: TableLog, on_disk: dict[str, DataFile], canon) -> Clock:
+    """Trust file mtimes only when committed files' mtimes agree with their add.modificationTime
+    (files copied or restored get new mtimes, and then no time window can be drawn)."""
+    adds = log.actions.filter(pl.col("kind") == "add").select(["version", "path", "modification_time"])
+    diffs: list[int] = []
+    per_version: dict[int, list[int]] = {}
+    for v, p, mt in adds.iter_rows():
+        c = canon(p)
+        f = on_disk.get(c) if c else None
+        if f is None or mt is None:
+            continue
+        diffs.append(abs(f.mtime_ms - int(mt)))
+        per_version.setdefault(v, []).append(f.mtime_ms)
+    gap = None
+    for ms in per_version.values():
+        if len(ms) > 1:
+            ms.sort()
+            g = max(b - a for a, b in zip(ms, ms[1:]))
+            gap = g if gap is None else max(gap, g)
+    if not diffs:
+        return Clock(False, "no committed data file is left on disk to compare its modification time with the log", gap)
+    med = statistics.median(diffs)
+    if med <= TRUST_TOLERANCE_MS:
+        return Clock(True, f"committed files' modification times agree with the log's modificationTime (median difference {int(med)} ms)", gap)
+    return Clock(False, f"committed files' modification times differ from the log's modificationTime by {int(med // 1000)} s (median): files were copied or restored, so their times say nothing about when they were written", gap)
+
+
+# --------------------------------------------------------------------------------------
+# Grouping
+# --------------------------------------------------------------------------------------
+
+
+def group_attempts(orphans: list[DataFile], partition_columns: tuple[str, ...], clock: Clock) -> list[Attempt]:
+    if not orphans:
+        return []
+    by_uuid: dict[str, list[DataFile]] = {}
+    for f in orphans:
+        u, _ = job_uuid(f.path)
+        if u:
+            by_uuid.setdefault(u, []).append(f)
+    shared = {u for u, fs in by_uuid.items() if len(fs) > 1}
+    groups: list[tuple[str, list[DataFile]]] = [("job-uuid", fs) for u, fs in by_uuid.items() if u in shared]
+    rest = sorted((f for f in orphans if job_uuid(f.path)[0] not in shared), key=lambda f: (f.mtime_ms, f.path))
+    gap = max(MIN_GAP_MS, min(MAX_GAP_MS, 2 * (clock.intra_commit_gap_ms or 0)))
+    cur: list[DataFile] = []
+    for f in rest:
+        if cur and (f.mtime_ms - cur[-1].mtime_ms > gap or job_uuid(f.path)[1] != job_uuid(cur[-1].path)[1]):
+            groups.append(("mtime-cluster", cur))
+            cur = []
+        cur.append(f)
+    if cur:
+        groups.append(("mtime-cluster", cur))
+    out = []
+    for how, fs in groups:
+        parts: list[dict[str, str | None]] = []
+        for f in fs:
+            p = partition_of(f.path, partition_columns)
+            if p not in parts:
+                parts.append(p)
+        out.append(Attempt(files=sorted(fs, key=lambda f: f.path), partitions=parts,
+                           first_seen=min(f.mtime_ms for f in fs), last_seen=max(f.mtime_ms for f in fs), grouped_by=how))
+    out.sort(key=lambda a: (a.first_seen, a.files[0].path))
+    return out
+
+
+def likely_retry(log: TableLog, attempt: Attempt, canon) -> int | None:
+    """The first later commit that re-wrote one of the attempt's files byte for byte (same partition,
+    same size): a re-run of the failed job, so the failure came before it. Needs room for a window."""
+    adds = log.actions.filter(pl.col("kind") == "add").select(["version", "path", "size"])
+    keys = {(os.path.dirname(f.path), f.size) for f in attempt.files if f.size > 0}
+    hits = sorted({v for v, p, s in adds.iter_rows() if s is not None and (os.path.dirname(canon(p) or ""), int(s)) in keys})
+    for v in hits:
+        if v >= 2:
+            return v
+    return None

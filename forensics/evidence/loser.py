@@ -1,0 +1,259 @@
+"""Rebuild the losing transaction of an error text and replay it (explain-error with a table).
+
+The text names the rule that fired and, usually, the winner. From the rule we infer what the
+loser must have read or deleted (spec §5.2-§5.8): an append conflict in partition P means its
+read predicate matched P (it read P or the whole table); DeleteRead naming F means it read F;
+DeleteDelete means it removed F; Metadata means the winner changed metadata; Transaction means
+the same appId. We build each candidate as a what-if transaction reading R = winner - 1 (or
+the version current when an event log says the query started) and keep the first whose replay
+reproduces the text's exception against the winner. Inferred, and labelled so.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from forensics.errortext import ErrorReport
+from forensics.evidence.hypotheses import Hypothesis, partition_predicate
+from forensics.evidence.walk import canonical
+from forensics.exitcodes import ForensicsError
+from forensics.log.table import TableLog
+from forensics.sets import StateIndex
+from forensics.whatif import WhatIfRequest, WhatIfResult, whatif
+from forensics.winner import WinnerMatch, find_winner
+
+FAMILY_RULES = {"delta-rs": "delta-rs", "kernel": "kernel", "databricks": "databricks",
+                "delta-spark<=3.1": "delta-spark<=3.1", "delta-spark-3.2-4.0": "delta-spark-3.2-4.0",
+                "delta-spark-4.1+": "delta-spark-4.1+"}
+
+
+@dataclass
+class ErrorExplanation:
+    report: ErrorReport
+    match: WinnerMatch | None
+    winning_version: int | None
+    replay: WhatIfResult | None
+    hypothesis: str | None
+    reproduced: bool
+    advice: list[str]
+    why: str
+    loser_partitions: list[dict[str, Any]] = field(default_factory=list)
+    window: tuple[int, int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.report
+        return {
+            "recognized": r.recognized,
+            "exception": r.exception,
+            "error_class": r.error_class,
+            "family": r.family,
+            "rule": r.rule,
+            "partition": r.partition,
+            "file": r.file,
+            "winner": r.winner.to_json() if r.winner else None,
+            "winning_version": self.winning_version,
+            "winner_match": self.match.to_json() if self.match else None,
+            "replay": self.replay.to_json() if self.replay else None,
+            "hypothesis": self.hypothesis,
+            "reproduced": self.reproduced,
+            "certainty": "inferred" if self.replay else None,
+            "advice": self.advice,
+            "why": self.why,
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Which commits could have fired the rule (when the text names no winner)
+# --------------------------------------------------------------------------------------
+
+
+def rule_candidates(log: TableLog, report: ErrorReport, window: tuple[int, int] | None) -> list[int]:
+    """Commits that carry what the rule needs from a winner (spec §5): adds in the partition,
+    a remove of the file, a metaData/protocol/txn action."""
+    c = log.commits
+    if window is not None:
+        c = c.filter(pl.col("timestamp").is_null() | ((pl.col("timestamp") >= window[0]) & (pl.col("timestamp") <= window[1])))
+    vs = set(c["version"].to_list())
+    a = log.actions.filter(pl.col("version").is_in(list(vs)))
+    rule = report.rule
+    if rule == "append":
+        adds = a.filter((pl.col("kind") == "add") & (pl.col("data_change") != False))  # noqa: E712
+        out = []
+        for v, pv in adds.select(["version", "partition_values"]).unique().iter_rows():
+            if report.partition:
+                try:
+                    got = json.loads(pv) if pv else {}
+                except ValueError:
+                    got = {}
+                if any(str(got.get(k)) != str(val) for k, val in report.partition.items()):
+                    continue
+            out.append(v)
+        return sorted(set(out))
+    if rule in ("delete-read", "delete-delete"):
+        rem = a.filter(pl.col("kind") == "remove")
+        if report.file:
+            f = canonical(report.file, log.location)
+            return sorted({v for v, p in rem.select(["version", "path"]).iter_rows() if canonical(p, log.location) == f})
+        return sorted(set(rem["version"].to_list()))
+    col = {"metadata": "has_metadata", "protocol": "has_protocol", "txn": "has_txn"}.get(rule or "")
+    if col:
+        return sorted(c.filter(pl.col(col))["version"].to_list())
+    return []
+
+
+# --------------------------------------------------------------------------------------
+# Hypothetical losers per rule
+# --------------------------------------------------------------------------------------
+
+
+def loser_hypotheses(log: TableLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
+    rule = report.rule
+    hint_parts = [report.partition] if report.partition else []
+    mine = parts or hint_parts
+    pred = partition_predicate(hint_parts) if hint_parts else None
+    if rule == "append":
+        own = partition_predicate(parts) if parts else None
+        read_hint = Hypothesis(f"its read predicate matched {pred}: it read that partition", "UPDATE", predicate=pred) if pred else None
+        whole = Hypothesis("it read the whole table (no literal partition predicate)", "MERGE")
+        insert = Hypothesis("it was a non-blind INSERT that read the table", "WRITE")
+        if read_hint and parts and report.partition not in parts:
+            # it wrote elsewhere, yet files in the hint's partition conflicted: it read more than it wrote
+            return [whole, read_hint, insert]
+        if read_hint:
+            return [read_hint, whole, insert]
+        if own:
+            return [Hypothesis(f"it read its own partitions ({own})", "UPDATE", predicate=own), whole, insert]
+        return [whole, insert]
+    if rule in ("delete-read", "delete-delete"):
+        fpred = None
+        if report.file:
+            rows = log.actions.filter(pl.col("kind").is_in(["add", "remove"])).select(["path", "partition_values"]).to_dicts()
+            f = canonical(report.file, log.location)
+            for r in rows:
+                if canonical(r["path"], log.location) == f and r["partition_values"]:
+                    try:
+                        fpred = partition_predicate([json.loads(r["partition_values"])])
+                    except ValueError:
+                        pass
+                    break
+        fpred = fpred or pred
+        verb = "read" if rule == "delete-read" else "removed"
+        out = []
+        if fpred:
+            out.append(Hypothesis(f"it {verb} {report.file or 'the file'} while compacting {fpred} (OPTIMIZE)", "OPTIMIZE", predicate=fpred))
+            out.append(Hypothesis(f"it {verb} {report.file or 'the file'} in {fpred} (DELETE)", "DELETE", predicate=fpred))
+            out.append(Hypothesis(f"it {verb} {report.file or 'the file'} in {fpred} (UPDATE)", "UPDATE", predicate=fpred))
+        out.append(Hypothesis(f"it {verb} {report.file or 'files'} reading the whole table", "MERGE"))
+        return out
+    if rule in ("metadata", "protocol"):
+        return [Hypothesis("it wrote to the table while the winner changed its " + rule, "INSERT")]
+    if rule == "txn":
+        rec = log.record(winner)
+        return [Hypothesis(f"it was a streaming batch of query {a} (same appId as the winner)", "STREAMING UPDATE", app_id=a)
+                for a in sorted(rec.txn_app_ids)] or [Hypothesis("it was a streaming batch", "STREAMING UPDATE")]
+    return [Hypothesis("it read the whole table", "MERGE")]
+
+
+def read_version_for(log: TableLog, winner: int, start_ms: int | None) -> tuple[int, str]:
+    if start_ms is not None:
+        before = [v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t <= start_ms and v < winner]
+        if before:
+            return max(before), f"readVersion {max(before)}: the last commit before the query started ({start_ms} ms)"
+    return winner - 1, f"readVersion {winner - 1}: assumed just before the winner (the loser's own readVersion is not in the text)"
+
+
+def replay_loser(log: TableLog, state: StateIndex, report: ErrorReport, winner: int, *, parts: list[dict[str, Any]],
+                 rules: str | None, start_ms: int | None) -> tuple[WhatIfResult | None, Hypothesis | None, bool, str]:
+    R, rwhy = read_version_for(log, winner, start_ms)
+    if R < 0:
+        return None, None, False, "the winner is version 0: nothing was read before it"
+    rules = rules or FAMILY_RULES.get(report.family)
+    first: tuple[WhatIfResult, Hypothesis] | None = None
+    for h in loser_hypotheses(log, report, winner, parts):
+        write_parts = parts or ([report.partition] if report.partition else [])
+        req = WhatIfRequest(read_version=R, operation=h.operation, predicate=h.predicate,
+                            partitions=[{k: ("" if v is None else v) for k, v in p.items()} for p in write_parts if p],
+                            rules=rules, until=winner, app_id=h.app_id)
+        try:
+            res = whatif(log, req, state)
+        except ForensicsError:
+            continue
+        first = first or (res, h)
+        r = res.result
+        if r.verdict == "abort" and r.exception == report.exception and r.winning_version == winner:
+            return res, h, True, rwhy
+        if r.verdict == "abort" and r.winning_version == winner and report.exception and _same_rule(r.exception, report.exception):
+            return res, h, True, rwhy
+    if first:
+        return first[0], first[1], False, rwhy
+    return None, None, False, rwhy
+
+
+def _same_rule(a: str | None, b: str | None) -> bool:
+    # Kernel throws delete-delete as ConcurrentWriteException (spec §7.6)
+    return {a, b} == {"ConcurrentWriteException", "ConcurrentDeleteDeleteException"}
+
+
+def explain_error(log: TableLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
+                  state: StateIndex | None = None, evidence=None) -> ErrorExplanation:
+    """Find the winner, rebuild the loser, replay it, and advise (spec §5, §7)."""
+    from forensics.evidence.advice import advice_for
+
+    state = state or StateIndex(log)
+    match = find_winner(log, report.winner, loser_window=window)
+    winner = match.version
+    parts: list[dict[str, Any]] = []
+    whys = [f"winner: {match.why}"]
+    if winner is None and not match.ambiguous:
+        # No key in the text: commits that carry what the rule needs, narrowed by aborted attempts' traces.
+        cands = rule_candidates(log, report, window)
+        if evidence is not None:
+            ev_hits = [(a, a.winning_version) for a in evidence.attempts if a.likely_exception == report.exception and a.winning_version in cands]
+            if ev_hits:
+                vs = sorted({v for _, v in ev_hits})
+                a0 = ev_hits[0][0]
+                winner, parts = a0.winning_version, a0.partitions
+                match = WinnerMatch(winner, vs, "evidence", len(vs) > 1,
+                                    f"inferred from {len(ev_hits)} aborted attempt(s) whose orphan files replay to {report.exception}"
+                                    + (f"; candidates v{', v'.join(map(str, vs))}: the earliest attempt's winner is shown" if len(vs) > 1 else ""))
+        if winner is None and cands:
+            if len(cands) == 1:
+                winner = cands[0]
+                match = WinnerMatch(winner, cands, "rule", False, f"inferred: the only commit that could fire the {report.rule} rule")
+            else:
+                match = WinnerMatch(None, cands, "rule", True, f"{len(cands)} commits could fire the {report.rule} rule: v{', v'.join(map(str, cands))}")
+        whys = [f"winner: {match.why}"]
+    elif winner is None and match.ambiguous:
+        whys.append("ambiguous: not replayed")
+    replay = hyp = None
+    reproduced = False
+    if winner is not None and report.rule != "max-retries":
+        start = window[0] if window else None
+        replay, hyp, reproduced, rwhy = None, None, False, ""
+        if not parts and evidence is not None:
+            # The loser's orphan files tell what it wrote: try each attempt that could have lost to this winner.
+            wts = log.record(winner).timestamp
+            for a in evidence.attempts[:10]:
+                if evidence.clock.trusted and wts is not None and wts > a.last_seen + 60_000:
+                    continue
+                res = replay_loser(log, state, report, winner, parts=a.partitions, rules=rules, start_ms=start)
+                if res[2]:
+                    replay, hyp, reproduced, rwhy = res
+                    parts = a.partitions
+                    whys.append(f"the aborted attempt that left {a.files[0].path} replays to this error: its partitions are the loser's (inferred)")
+                    break
+        if not reproduced:
+            replay, hyp, reproduced, rwhy = replay_loser(log, state, report, winner, parts=parts, rules=rules, start_ms=start)
+        if replay is not None and hyp is not None:
+            r = replay.result
+            if reproduced:
+                whys.append(f"inferred: if {hyp.label} ({rwhy}), the {r.profile} rules abort it with {r.exception} against v{r.winning_version}: {r.why}")
+            else:
+                whys.append(f"the replay could not reproduce {report.exception} against v{winner} (closest: {hyp.label} gives "
+                            f"{r.verdict}{' ' + str(r.exception) if r.exception else ''}); the loser did something the text does not reveal")
+    advice = advice_for(log, state, report, winner, replay, parts)
+    return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced, advice, "; ".join(whys), parts, window)
