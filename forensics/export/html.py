@@ -1,0 +1,251 @@
+"""One self-contained HTML incident report: timeline chart (inline SVG), statistics, counterfactuals.
+
+Readable offline and as a CI artifact: no script, stylesheet, font or image is fetched (inline
+CSS, pure SVG, no JavaScript). Every string from the log goes through html.escape.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+from pathlib import Path
+from typing import Any
+
+from forensics.export.chrome import assign_lanes, span_bounds
+from forensics.export.mermaid import mermaid
+from forensics.export.tables import hive, iso
+from forensics.safe import inert
+from forensics.timeline import Span, Timeline
+
+COLORS = {"clean": "#3f9b5a", "serial": "#9cc5a8", "reordered": "#d9a21b", "anomaly": "#c8372d", "skipped": "#9a9a9a", "aborted": "#7a1f9c"}
+MAX_LANES = 6
+ROW_H = 18
+LABEL_W = 230
+CHART_W = 1000
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#222;max-width:1320px}
+h1{font-size:20px;margin:0 0 4px}h3{font-size:14px;margin:16px 0 6px}h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+.muted{color:#666;font-size:12px}table{border-collapse:collapse;font-size:12px;margin:6px 0}
+td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f4f4f4}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.chip{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
+.appear{color:#b3261e}.vanish{color:#1e6b34}.unknown{color:#666}pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:11px}
+svg text{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif}
+"""
+
+
+def e(value: Any, max_len: int | None = 2000) -> str:
+    """Untrusted value → inert, HTML-escaped text."""
+    return html.escape(inert(value, max_len), quote=True)
+
+
+def _title(s: Span, labels: dict[str, str]) -> str:
+    parts = [s.id + (f" {s.operation}" if s.operation else ""), f"writer: {labels.get(s.writer, s.writer)}", f"verdict: {s.verdict}"]
+    if s.read_version is not None:
+        parts.append(f"readVersion: {s.read_version}")
+    parts.append(f"start: {iso(s.start_ms) or 'unknown'} ({s.start_source})")
+    parts.append(f"end: {iso(s.end_ms) or 'unknown'} ({s.end_source})")
+    if s.exception:
+        parts.append(f"{s.exception} vs v{s.winning_version} [{hive(s.partition) or ''}] rule {s.rule}")
+    if s.reordered_before:
+        parts.append("serialised before " + ", ".join(f"v{x}" for x in s.reordered_before))
+    if s.why:
+        parts.append(s.why)
+    return "\n".join(parts)
+
+
+def _commit_label(s: Span) -> str:
+    return f"commit v{s.version} {s.operation or ''} ({s.verdict})"
+
+
+def timeline_svg(tl: Timeline) -> str:
+    lanes = assign_lanes(tl)
+    labels = {w.id: w.label for w in tl.writers}
+    rows: list[tuple[str, int]] = []
+    for w in tl.writers:
+        n = 1 + max([min(lane, MAX_LANES - 1) for (wid, lane) in lanes.values() if wid == w.id] or [0])
+        rows += [(w.id, k) for k in range(n)]
+    row_of = {key: i + 1 for i, key in enumerate(rows)}  # row 0: Delta log
+    rng = tl.time_range()
+    height = (len(rows) + 1) * ROW_H + 40
+    out = [f'<svg width="{LABEL_W + CHART_W + 20}" height="{height}" role="img" aria-label="timeline">']
+    out.append('<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
+               '<path d="M0,0 L10,5 L0,10 z" fill="#444"/></marker></defs>')
+    if rng is None:
+        out.append('<text x="10" y="20">no timestamps</text></svg>')
+        return "".join(out)
+    t0, t1 = rng
+    span_ms = max(1, t1 - t0)
+
+    def x(t: int) -> float:
+        return LABEL_W + (t - t0) * CHART_W / span_ms
+
+    def y(row: int) -> int:
+        return 10 + row * ROW_H
+
+    for i in range(len(rows) + 1):
+        if i % 2 == 0:
+            out.append(f'<rect x="0" y="{y(i)}" width="{LABEL_W + CHART_W + 20}" height="{ROW_H}" fill="#fafafa"/>')
+    out.append(f'<text x="4" y="{y(0) + 13}" font-size="11" font-weight="bold">Delta log</text>')
+    for (wid, k), r in row_of.items():
+        lab = labels.get(wid, wid) + (f" ({k + 1})" if k else "")
+        out.append(f'<text x="4" y="{y(r) + 13}" font-size="11">{e(lab, 34)}</text>')
+    for i in range(6):
+        t = t0 + span_ms * i // 5
+        xx = x(t)
+        out.append(f'<line x1="{xx:.1f}" y1="{y(0)}" x2="{xx:.1f}" y2="{y(len(rows) + 1)}" stroke="#e2e2e2"/>')
+        out.append(f'<text x="{xx:.1f}" y="{y(len(rows) + 1) + 14}" font-size="10" text-anchor="middle">{e(iso(t))}</text>')
+    pos: dict[str, tuple[float, float, int]] = {}
+    for s in tl.spans:
+        b = span_bounds(s)
+        if b is None or s.id not in lanes:
+            continue
+        wid, lane = lanes[s.id]
+        r = row_of[(wid, min(lane, MAX_LANES - 1))]
+        x0, x1 = x(b[0]), x(b[1])
+        w = max(2.0, x1 - x0)
+        color = COLORS.get(s.verdict, "#777")
+        dash = ' stroke="#7a1f9c" stroke-dasharray="3,2" fill-opacity="0.35"' if s.kind == "attempt" else ' fill-opacity="0.85"'
+        unknown_start = ' stroke="#555" stroke-width="0.5"' if s.start_ms is None else ""
+        out.append(f'<rect class="span" x="{x0:.1f}" y="{y(r) + 3}" width="{w:.1f}" height="{ROW_H - 6}" rx="2" fill="{color}"{dash}{unknown_start}>'
+                   f'<title>{e(_title(s, labels), 4000)}</title></rect>')
+        pos[s.id] = (x0, x0 + w, r)
+        if s.kind == "commit" and s.end_ms is not None:
+            xe = x(s.end_ms)
+            out.append(f'<line x1="{xe:.1f}" y1="{y(0) + 3}" x2="{xe:.1f}" y2="{y(0) + ROW_H - 3}" stroke="{color}" stroke-width="1.5">'
+                       f'<title>{e(_commit_label(s))}</title></line>')
+    for ed in tl.edges:
+        a, b2 = pos.get(ed.source), pos.get(ed.target)
+        if a is None or b2 is None:
+            continue
+        dash = ' stroke-dasharray="4,3"' if ed.kind == "reorder" else ""
+        col = "#444" if ed.kind != "reorder" else "#b07d00"
+        out.append(f'<line x1="{a[0]:.1f}" y1="{y(a[2]) + ROW_H / 2:.1f}" x2="{b2[1]:.1f}" y2="{y(b2[2]) + ROW_H / 2:.1f}" stroke="{col}" '
+                   f'stroke-width="1.2" marker-end="url(#arrow)"{dash}><title>{e(ed.kind + ": " + ed.why)}</title></line>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def _legend() -> str:
+    names = {"serial": "no window", "clean": "clean", "reordered": "reordered", "anomaly": "anomaly (should have aborted)",
+             "skipped": "skipped (window unknown)", "aborted": "aborted attempt (inferred)"}
+    return '<p class="muted">' + "".join(f'<span class="chip" style="background:{COLORS[k]}"></span>{html.escape(v)}' for k, v in names.items()) + \
+        " · arrows: loser → winner; dashed: serialised before</p>"
+
+
+def _table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    h = "".join(f"<th>{html.escape(x)}</th>" for x in headers)
+    body = "".join("<tr>" + "".join(f'<td{" class=n" if i in numeric else ""}>{e(c, 400) if c is not None else ""}</td>' for i, c in enumerate(r)) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def _events(tl: Timeline) -> str:
+    rows = []
+    for s in tl.spans:
+        if s.verdict in ("anomaly", "reordered", "aborted"):
+            rows.append([s.id, s.operation, s.verdict, s.read_version, s.exception, s.winning_version, hive(s.partition),
+                         ", ".join(f"v{x}" for x in s.reordered_before), s.certainty, s.why])
+    if not rows:
+        return "<p>No conflicts, reorders or aborted attempts in this range.</p>"
+    return _table(["span", "operation", "verdict", "readVersion", "exception", "winner", "partition", "serialised before", "certainty", "why"], rows, {3, 5})
+
+
+def _stats(st: dict[str, Any]) -> str:
+    out = ["<h3>Totals</h3>", _table(list(st["totals"]), [list(st["totals"].values())], set(range(len(st["totals"]))))]
+    out.append(f"<h3>Most contended partitions (window {e(st['window'])})</h3>")
+    out.append(_table(["partition", "commits", "stale windows", "overlaps", "conflicts", "reorders", "aborted attempts"],
+                      [[p["partition"], p["commits"], p["stale_windows"], p["overlaps"], p["conflicts"], p["reorders"], p["aborted_attempts"]]
+                       for p in st["partitions"][:15]], {1, 2, 3, 4, 5, 6}))
+    if st["files"]:
+        out.append("<h3>Most contended files</h3>")
+        out.append(_table(["file", "conflicts", "reorders", "aborted attempts"],
+                          [[f["file"], f["conflicts"], f["reorders"], f["aborted_attempts"]] for f in st["files"][:15]], {1, 2, 3}))
+    m = st["operation_matrix"]
+    if m["cells"]:
+        cats = m["categories"]
+        cell = {(c["current"], c["winner"]): c for c in m["cells"]}
+        rows = []
+        for a in cats:
+            r: list[Any] = [a]
+            for b in cats:
+                c = cell.get((a, b))
+                r.append(None if c is None else f"{c['pairs']} pairs: {c['clean']} clean, {c['reordered']} reordered, "
+                         f"{c['conflict']} conflict, {c['aborted']} aborted, {c['unchecked']} unchecked")
+            rows.append(r)
+        out.append("<h3>Operation pairs (rows: current transaction, columns: winning commit)</h3>")
+        out.append(_table(["current \\ winner"] + cats, rows))
+    conc = st["concurrency"]
+    if conc:
+        out.append("<h3>Concurrency over time (transactions whose read→commit window overlaps each bucket)</h3>")
+        mx = max(1, max(c["transactions"] for c in conc))
+        w = max(4, min(40, 900 // max(1, len(conc))))
+        bars = []
+        for i, c in enumerate(conc[:400]):
+            hgt = 80 * c["transactions"] / mx
+            bars.append(f'<rect x="{i * w}" y="{90 - hgt:.1f}" width="{w - 1}" height="{hgt:.1f}" fill="#4a78b5">'
+                        f'<title>{e(c["start_utc"])}: {c["transactions"]} transactions, max {c["max_concurrent"]} at once, '
+                        f'{c["stale_windows"]} stale windows</title></rect>')
+        out.append(f'<svg width="{max(100, len(conc[:400]) * w)}" height="95">{"".join(bars)}</svg>')
+    r = st["retries"]
+    out.append("<h3>Retry indications</h3>")
+    out.append(f"<p>operationMetrics: {e(r['metric_totals'] or 'none')} · repeated commits after a gap: {len(r['repeats'])} · "
+               f"aborted attempts: {len(r['attempts'])}</p>")
+    if r["repeats"]:
+        out.append(_table(["version", "previous", "writer", "operation", "gap ms", "why"],
+                          [[x["version"], x["previous_version"], x["writer"], x["operation"], x["gap_ms"], x["why"]] for x in r["repeats"][:30]], {0, 1, 4}))
+    return "".join(out)
+
+
+def _counterfactuals(cfs: list[dict[str, Any]]) -> str:
+    if not cfs:
+        return "<p>No counterfactual computed.</p>"
+    out = []
+    for cf in cfs:
+        out.append(f"<h3>{e(cf['scenario'])}</h3>")
+        out.append(f'<p class="muted">verdicts as recorded {e(cf["baseline_counts"])} → under the scenario {e(cf["counts"])} ({e(cf["certainty"])})</p>')
+        items = []
+        for key in ("appear", "vanish", "unknown"):
+            for c in cf[key]:
+                what = (f"v{c['version']} {c['exception'] or 'conflict'} against v{c['winning_version']}" if c["kind"] == "conflict"
+                        else f"v{c['version']} serialised before v{c['winning_version']}" if c["kind"] == "reorder" else f"v{c['version']}")
+                items.append(f'<li class="{key}"><b>{key}</b>: {e(what)}{" [" + e(hive(c["partition"])) + "]" if c.get("partition") else ""}'
+                             f' <span class="muted">{e(c["why"], 600)}</span></li>')
+        out.append("<ul>" + "".join(items) + "</ul>" if items else "<p>No conflict or reorder would appear or vanish.</p>")
+        if cf.get("files"):
+            out.append(f'<p class="muted">files placed: {cf["files"]["placed"]}, cannot be told: {cf["files"]["unknown"]}</p>')
+        for n in cf.get("notes", []):
+            out.append(f'<p class="muted">{e(n)}</p>')
+    return "".join(out)
+
+
+def html_report(tl: Timeline, stats: dict[str, Any] | None = None, counterfactuals: list[dict[str, Any]] | None = None) -> str:
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    counts: dict[str, int] = {}
+    for s in tl.spans:
+        counts[s.verdict] = counts.get(s.verdict, 0) + 1
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>delta-forensics: {e(tl.table, 200)}</title><style>{CSS}</style></head><body>",
+        f"<h1>Concurrency report: {e(tl.table, 500)}</h1>",
+        f'<p class="muted">versions {tl.from_version}..{tl.to_version} · {len(tl.commits)} commits · {len(tl.attempts)} aborted attempts · '
+        f"{e(counts)} · rules {e(tl.rules or 'per engineInfo')} · generated {now} by delta-forensics (timeline schema {tl.schema_version})</p>",
+        "<h2>Timeline</h2>",
+        _legend(),
+        f'<div style="overflow-x:auto">{timeline_svg(tl)}</div>',
+        "<h2>Conflicts, reorders and aborted attempts</h2>",
+        _events(tl),
+    ]
+    if stats is not None:
+        parts += ["<h2>Statistics</h2>", _stats(stats)]
+    parts += ["<h2>Counterfactuals</h2>", _counterfactuals(counterfactuals or [])]
+    parts += ["<h2>Mermaid source</h2>", f"<details><summary>sequence diagram (paste into Markdown)</summary><pre>{html.escape(mermaid(tl))}</pre></details>"]
+    for n in tl.notes:
+        parts.append(f'<p class="muted">{e(n)}</p>')
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def write_html(tl: Timeline, path: Path, stats: dict[str, Any] | None = None, counterfactuals: list[dict[str, Any]] | None = None) -> list[Path]:
+    path.write_text(html_report(tl, stats, counterfactuals), encoding="utf-8")
+    return [path]

@@ -1,0 +1,359 @@
+"""export: the Timeline model and its six formats, checked against the commit JSON files themselves."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+# --------------------------------------------------------------------------------------
+# Independent reading of the log (no forensics code)
+# --------------------------------------------------------------------------------------
+
+
+def commit_infos(table: Path) -> dict[int, dict]:
+    out = {}
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        if re.fullmatch(r"\d{20}\.json", f.name):
+            ci = {}
+            for line in f.read_text(encoding="utf-8").splitlines():
+                if line.strip() and "commitInfo" in (d := json.loads(line)):
+                    ci = d["commitInfo"]
+            out[int(f.name[:20])] = ci
+    return out
+
+
+@pytest.fixture(scope="module")
+def logs(spark, sample_logs):
+    from forensics.log.table import TableLog
+
+    return {n: TableLog.open(str(sample_logs / n / "table"), use_cache=False)
+            for n in ("b-writeserializable-reorder", "busy", "f-delta-rs-aborted")}
+
+
+def _cli(args: list[str]) -> int:
+    from forensics.cli import main
+
+    return main(args)
+
+
+# --------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------
+
+
+def test_timeline_spans_match_the_log(logs, sample_logs):
+    from forensics.replay import replay_table
+    from forensics.timeline import Timeline, build_timeline
+
+    for name in ("b-writeserializable-reorder", "busy"):
+        table = sample_logs / name / "table"
+        cis = commit_infos(table)
+        log = logs[name]
+        tl = build_timeline(log, replay_table(log))
+        assert sorted(s.version for s in tl.commits) == sorted(cis)
+        for s in tl.commits:
+            ci = cis[s.version]
+            assert s.end_ms == ci["timestamp"]
+            rv = ci.get("readVersion")
+            assert s.read_version == rv
+            if rv is not None and rv < s.version:
+                assert s.start_ms == cis[rv]["timestamp"], s.id  # the read snapshot's commit time
+            if "writer" in ci:
+                assert s.writer == f"writer:{ci['writer']}"
+        again = Timeline.from_json(json.loads(json.dumps(tl.to_json())))
+        assert again.to_json() == tl.to_json()
+    # incident (b): the DELETE is serialised before the blind INSERT that landed between its read and commit
+    cis = commit_infos(sample_logs / "b-writeserializable-reorder" / "table")
+    delete = next(v for v, c in cis.items() if c.get("operation") == "DELETE")
+    insert = next(v for v, c in cis.items() if c.get("isBlindAppend") and cis[delete]["readVersion"] < v < delete)
+    tl = build_timeline(logs["b-writeserializable-reorder"], replay_table(logs["b-writeserializable-reorder"]))
+    assert [(e.kind, e.source, e.target) for e in tl.edges] == [("reorder", f"v{delete}", f"v{insert}")]
+
+
+# --------------------------------------------------------------------------------------
+# Chrome trace
+# --------------------------------------------------------------------------------------
+
+
+def test_chrome_trace_structure(logs, sample_logs, tmp_path):
+    for name in ("busy", "b-writeserializable-reorder"):
+        out = tmp_path / f"{name}.trace.json"
+        assert _cli(["export", str(sample_logs / name / "table"), "-f", "chrome-trace", "-o", str(out), "-q"]) == 0
+        d = json.loads(out.read_text(encoding="utf-8"))
+        assert d["displayTimeUnit"] == "ms"
+        ev = d["traceEvents"]
+        xs = [e for e in ev if e["ph"] == "X"]
+        for e in xs:
+            for k in ("ts", "dur", "pid", "tid"):
+                assert isinstance(e[k], int), (k, e)
+            assert e["dur"] >= 0
+        named = {(e["pid"], e["tid"]) for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+        assert {(e["pid"], e["tid"]) for e in xs} <= named
+        # one X per version, plus the aborted attempts
+        n_versions = len(commit_infos(sample_logs / name / "table"))
+        assert sum(1 for e in xs if e["cat"].startswith("commit")) == n_versions
+        # slices on one track never partially overlap (Perfetto drops unnestable slices)
+        by_tid: dict[int, list[tuple[int, int]]] = {}
+        for e in xs:
+            by_tid.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
+        for iv in by_tid.values():
+            iv.sort()
+            for (a0, a1), (b0, b1) in zip(iv, iv[1:]):
+                assert b0 > a1 or b1 <= a1
+        # flows pair up: one s and one f (bp e) per id, each inside a slice of its track
+        flows: dict[int, dict[str, dict]] = {}
+        for e in ev:
+            if e["ph"] in ("s", "f"):
+                assert e["ph"] not in flows.setdefault(e["id"], {})
+                flows[e["id"]][e["ph"]] = e
+        for fid, pair in flows.items():
+            assert set(pair) == {"s", "f"}, fid
+            assert pair["f"]["bp"] == "e"
+            for e in pair.values():
+                assert any(x["tid"] == e["tid"] and x["ts"] <= e["ts"] <= x["ts"] + x["dur"] for x in xs)
+        if name == "b-writeserializable-reorder":
+            assert [p["s"]["cat"] for p in flows.values()] == ["reorder"]
+        else:
+            assert len(flows) == sum(1 for e in xs if e["cat"].startswith("attempt") and e["args"].get("winning_version") is not None)
+
+
+# --------------------------------------------------------------------------------------
+# Tidy tables
+# --------------------------------------------------------------------------------------
+
+
+def test_parquet_and_csv_rows(sample_logs, tmp_path, spark):
+    import polars as pl
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = sample_logs / "busy" / "table"
+    cis = commit_infos(table)
+    lo, hi = 100, 180
+    for fmt in ("parquet", "csv"):
+        out = tmp_path / f"busy.{fmt}"
+        assert _cli(["export", str(table), "-f", fmt, "-o", str(out), "--from", str(lo), "--to", str(hi), "-q"]) == 0
+        edges = tmp_path / f"busy.edges.{fmt}"
+        assert edges.exists()
+        df = pl.read_parquet(out) if fmt == "parquet" else pl.read_csv(out, infer_schema_length=10000)
+        arrow = pq.read_table(out) if fmt == "parquet" else pacsv.read_csv(out)
+        assert arrow.num_rows == df.height
+        commits = df.filter(pl.col("kind") == "commit").sort("version")
+        assert commits["version"].to_list() == [v for v in sorted(cis) if lo <= v <= hi]
+        want_rv = [cis[v].get("readVersion") for v in commits["version"].to_list()]
+        assert commits["read_version"].to_list() == want_rv
+        assert commits["end_ms"].to_list() == [cis[v]["timestamp"] for v in commits["version"].to_list()]
+        ops = commits["operation"].to_list()
+        assert ops == [cis[v]["operation"] for v in commits["version"].to_list()]
+        e = pl.read_parquet(edges) if fmt == "parquet" else pl.read_csv(edges)
+        assert set(e.columns) >= {"kind", "source", "target"}
+
+
+def test_json_is_the_versioned_model(sample_logs, tmp_path, spark):
+    from forensics.timeline import SCHEMA_VERSION, Timeline
+
+    out = tmp_path / "b.json"
+    assert _cli(["export", str(sample_logs / "b-writeserializable-reorder" / "table"), "-f", "json", "-o", str(out), "-q"]) == 0
+    d = json.loads(out.read_text(encoding="utf-8"))
+    assert d["schema_version"] == SCHEMA_VERSION
+    tl = Timeline.from_json(d)
+    assert {s.verdict for s in tl.commits} == {"serial", "reordered"}
+
+
+def test_refuses_output_inside_the_table(sample_logs, capsys):
+    table = sample_logs / "b-writeserializable-reorder" / "table"
+    for target in (table / "x.json", table / "_delta_log" / "x.html"):
+        assert _cli(["export", str(table), "-f", "json", "-o", str(target)]) == 2
+        assert not target.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("inside the table directory" in line for line in err)
+
+
+# --------------------------------------------------------------------------------------
+# Mermaid: the real parser (mermaid from npm, run by node) when it installs; else structure
+# --------------------------------------------------------------------------------------
+
+PARSE_JS = """
+import fs from 'node:fs';
+const mermaid = (await import('mermaid')).default;
+let bad = 0;
+for (const f of process.argv.slice(2)) {
+  try { await mermaid.parse(fs.readFileSync(f, 'utf8')); console.log('ok ' + f); }
+  catch (e) { bad++; console.log('FAIL ' + f + ' ' + (e.message || e)); }
+}
+process.exit(bad ? 1 : 0);
+"""
+
+
+@pytest.fixture(scope="session")
+def mermaid_dir(tmp_path_factory) -> Path | None:
+    """A directory with the `mermaid` npm package installed (cached in /tmp between runs), or None."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        return None
+    d = Path("/tmp/delta-forensics-test-mermaid")
+    if not (d / "node_modules" / "mermaid").is_dir():
+        d.mkdir(parents=True, exist_ok=True)
+        try:
+            subprocess.run(["npm", "install", "--prefix", str(d), "--no-audit", "--no-fund", "mermaid@11"],
+                           capture_output=True, timeout=240, check=True)
+        except (subprocess.SubprocessError, OSError):
+            return None
+    (d / "parse.mjs").write_text(PARSE_JS)
+    return d
+
+
+def _hostile_timeline(tl):
+    from forensics.timeline import Writer
+
+    bad = 'evil: "x"; #1 <b>%%{init}%% \n -->> L: fake\u001b[31m `tick`'
+    tl.writers = [Writer(w.id, bad, w.source) for w in tl.writers]
+    for s in tl.spans:
+        s.operation = "MERGE; %% drop\nL->>W1: injected"
+        if s.partition is not None or s.kind == "attempt":
+            s.partition = {"date": "2024:06;25#x"}
+    return tl
+
+
+def test_mermaid_parses(logs, tmp_path, mermaid_dir):
+    from forensics.export.mermaid import mermaid
+    from forensics.replay import replay_table
+    from forensics.timeline import build_timeline
+
+    files = []
+    for name, log in logs.items():
+        tl = build_timeline(log, replay_table(log), None)
+        for variant, t in (("plain", tl), ("hostile", _hostile_timeline(build_timeline(log, replay_table(log), None)))):
+            text = mermaid(t)
+            lines = text.splitlines()
+            assert lines[0] == "sequenceDiagram"
+            ids = re.findall(r"^    participant (\S+) as ", text, re.M)
+            assert ids and all(re.fullmatch(r"[A-Za-z0-9]+", i) for i in ids)
+            body = [ln for ln in lines[1:] if not ln.strip().startswith("%%")]
+            for ln in body:
+                assert re.match(r"^    (participant \w+ as |Note over \w+,\w+: |\w+(->>|-->>|-x ?)\w+: )", ln), ln
+                label = ln.split(": ", 1)[1] if ": " in ln else ln.split(" as ", 1)[1]
+                assert "%%" not in label and ";" not in re.sub(r"#[0-9a-z]+;", "", label)
+            n_commits = sum(1 for ln in lines if re.search(r"->>L: commit v\d+ ", ln))
+            assert n_commits == len(tl.commits)
+            p = tmp_path / f"{name}-{variant}.mmd"
+            p.write_text(text, encoding="utf-8")
+            files.append(p)
+    if mermaid_dir is None:
+        pytest.skip("node/npm or the mermaid package unavailable: structural check only")
+    res = subprocess.run(["node", str(mermaid_dir / "parse.mjs"), *map(str, files)], cwd=mermaid_dir,
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("ok ") == len(files)
+
+
+# --------------------------------------------------------------------------------------
+# HTML: self-contained, escaped, renders in headless Chromium
+# --------------------------------------------------------------------------------------
+
+
+def _network_refs(html: str) -> list[str]:
+    bad = re.findall(r"""(?:src|href|xlink:href|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//""", html, re.I)
+    bad += re.findall(r"url\(\s*['\"]?\s*(?:https?:)?//", html, re.I)
+    bad += re.findall(r"<script[^>]*\bsrc\s*=", html, re.I)
+    bad += re.findall(r"<link[^>]*rel\s*=\s*['\"]?stylesheet", html, re.I)
+    bad += re.findall(r"@import", html, re.I)
+    return bad
+
+
+def test_html_report_self_contained_and_escaped(logs, tmp_path, sample_logs):
+    from forensics.export.html import html_report
+    from forensics.replay import replay_table
+    from forensics.timeline import build_timeline
+
+    out = tmp_path / "b.html"
+    assert _cli(["export", str(sample_logs / "b-writeserializable-reorder" / "table"), "-f", "html", "-o", str(out), "-q"]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert _network_refs(text) == []
+    assert "http://" not in text and "https://" not in text
+    assert text.count('class="span"') == len(commit_infos(sample_logs / "b-writeserializable-reorder" / "table"))
+    assert "Counterfactuals" in text and "ConcurrentAppendException against v2" in text
+    assert "Operation pairs" in text
+    log = logs["b-writeserializable-reorder"]
+    tl = build_timeline(log, replay_table(log))
+    for s in tl.spans:
+        s.operation = '<script>alert(1)</script><img src="https://evil.example/x.png">'
+    tl.writers[0] = type(tl.writers[0])(tl.writers[0].id, "<style>@import url(https://evil.example/a.css)</style>", "userName")
+    h = html_report(tl)
+    assert "<script" not in h and "<img" not in h and "<style>@import" not in h
+    assert "&lt;script&gt;" in h
+
+
+def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """Decode an 8-bit RGB/RGBA PNG (what Chromium writes) without PIL: (width, height, rows)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, w, h, bpp = 8, b"", 0, 0, 3
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6)
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw = zlib.decompress(idat)
+    stride = w * bpp
+    rows, prev, i = [], bytearray(stride), 0
+    for _ in range(h):
+        f, line = raw[i], bytearray(raw[i + 1:i + 1 + stride])
+        i += 1 + stride
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b, c = prev[x], (prev[x - bpp] if x >= bpp else 0)
+            if f == 1:
+                line[x] = (line[x] + a) & 255
+            elif f == 2:
+                line[x] = (line[x] + b) & 255
+            elif f == 3:
+                line[x] = (line[x] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line) if bpp == 3 else bytes(v for k, v in enumerate(line) if k % 4 != 3))
+        prev = line
+    return w, h, rows
+
+
+def test_html_renders_in_headless_chromium(sample_logs, tmp_path, spark):
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import render_html_report as r
+    finally:
+        sys.path.pop(0)
+    if r.find_chromium() is None:
+        pytest.skip("no chromium binary (apt-get install -y chromium)")
+    out = tmp_path / "b.html"
+    assert _cli(["export", str(sample_logs / "b-writeserializable-reorder" / "table"), "-f", "html", "-o", str(out), "-q"]) == 0
+    png = tmp_path / "b.png"
+    assert r.main([str(out), str(png), "--width", "1300", "--height", "700"]) == 0
+    w, h, rows = _png_pixels(png)
+    assert (w, h) == (1300, 700)
+    # the chart is drawn: the reordered span's amber and the clean/serial greens are on screen
+    from forensics.export.html import COLORS
+
+    def count(hex_color: str) -> int:
+        rgb = bytes(int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+        return sum(sum(1 for k in range(0, len(row), 3) if abs(row[k] - rgb[0]) < 40 and abs(row[k + 1] - rgb[1]) < 40
+                       and abs(row[k + 2] - rgb[2]) < 40) for row in rows)
+
+    assert count(COLORS["reordered"]) > 50
+    assert count(COLORS["serial"]) > 50

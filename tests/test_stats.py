@@ -1,0 +1,156 @@
+"""stats: counts checked against counts computed here straight from the commit JSON files."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+
+def actions(table: Path) -> dict[int, list[dict]]:
+    out = {}
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        if re.fullmatch(r"\d{20}\.json", f.name):
+            out[int(f.name[:20])] = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return out
+
+
+def ci_of(acts: list[dict]) -> dict:
+    return next((a["commitInfo"] for a in acts if "commitInfo" in a), {})
+
+
+def partitions(acts: list[dict]) -> set[str]:
+    out = set()
+    for a in acts:
+        for k in ("add", "remove"):
+            if k in a and a[k].get("partitionValues"):
+                out.add("/".join(f"{c}={v}" for c, v in a[k]["partitionValues"].items()))
+    return out or {"(table)"}
+
+
+@pytest.fixture(scope="module")
+def busy(spark, sample_logs):
+    from forensics.log.table import TableLog
+
+    return TableLog.open(str(sample_logs / "busy" / "table"), use_cache=False)
+
+
+@pytest.fixture(scope="module")
+def reorder(spark, sample_logs):
+    from forensics.log.table import TableLog
+
+    return TableLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"), use_cache=False)
+
+
+def _stats(log, window="1h", evidence=False):
+    from forensics.replay import replay_table
+    from forensics.stats import parse_window, table_stats
+    from forensics.timeline import build_timeline
+
+    ev = None
+    if evidence:
+        from forensics.evidence import collect_evidence
+
+        ev = collect_evidence(log)
+    tl = build_timeline(log, replay_table(log), ev)
+    return table_stats(log, tl, parse_window(window), window, top=1000).to_json()
+
+
+def test_stale_windows_and_overlaps_per_partition(busy, sample_logs):
+    acts = actions(sample_logs / "busy" / "table")
+    stale, overlaps, commits = Counter(), Counter(), Counter()
+    for v, a in acts.items():
+        mine = partitions(a)
+        for p in mine:
+            commits[p] += 1
+        rv = ci_of(a).get("readVersion")
+        if rv is None or rv >= v - 1:
+            continue
+        winners = set().union(*(partitions(acts[w]) for w in range(rv + 1, v)))
+        for p in mine:
+            stale[p] += 1
+            overlaps[p] += p in winners
+    st = _stats(busy)
+    assert st["totals"]["stale_windows"] == sum(1 for v, a in acts.items()
+                                                if ci_of(a).get("readVersion") is not None and ci_of(a)["readVersion"] < v - 1)
+    got = {p["partition"]: p for p in st["partitions"]}
+    assert {k: v["stale_windows"] for k, v in got.items() if v["stale_windows"]} == {k: n for k, n in stale.items() if n}
+    assert {k: v["overlaps"] for k, v in got.items() if v["overlaps"]} == {k: n for k, n in overlaps.items() if n}
+    assert {k: v["commits"] for k, v in got.items()} == dict(commits)
+    # per time window: the buckets add up to the whole range
+    per_bucket = Counter()
+    for b in _stats(busy, "1s")["buckets"]:
+        for p in b["partitions"]:
+            per_bucket[p["partition"]] += p["stale_windows"]
+    assert {k: n for k, n in per_bucket.items() if n} == {k: n for k, n in stale.items() if n}
+
+
+def test_retry_metrics_and_concurrency(busy, sample_logs):
+    acts = actions(sample_logs / "busy" / "table")
+    retries = sum(int(ci_of(a).get("operationMetrics", {}).get("num_retries", 0) or 0) for a in acts.values())
+    n_retried = sum(1 for a in acts.values() if int(ci_of(a).get("operationMetrics", {}).get("num_retries", 0) or 0) > 0)
+    st = _stats(busy, "1d")
+    assert st["retries"]["metric_totals"].get("num_retries", 0) == retries
+    assert sum(1 for m in st["retries"]["metrics"] if m["key"] == "num_retries") == n_retried
+    # one bucket of a day: every transaction whose start is known (recorded readVersion, or version 0) is in it
+    known = sum(1 for v, a in acts.items() if ci_of(a).get("readVersion") is not None or v == 0)
+    conc = st["concurrency"]
+    assert sum(c["commits"] for c in conc) == len(acts)
+    assert max(c["transactions"] for c in conc) <= known
+    if len(conc) == 1:
+        assert conc[0]["transactions"] == known
+    # max at once, computed here by a sweep over [read snapshot time, commit time]
+    ts = {v: ci_of(a)["timestamp"] for v, a in acts.items()}
+    iv = [(ts[ci_of(a)["readVersion"]], ts[v]) for v, a in acts.items() if ci_of(a).get("readVersion") is not None]
+    iv += [(ts[0], ts[0])] if ci_of(acts[0]).get("readVersion") is None else []
+    best = cur = 0
+    for _, kind in sorted([(a, 0) for a, _ in iv] + [(b, 1) for _, b in iv]):
+        cur += 1 if kind == 0 else -1
+        best = max(best, cur)
+    if len(conc) == 1:
+        assert conc[0]["max_concurrent"] == best
+
+
+def test_reorder_counts_and_operation_matrix(reorder, sample_logs):
+    acts = actions(sample_logs / "b-writeserializable-reorder" / "table")
+    delete = next(v for v, a in acts.items() if ci_of(a).get("operation") == "DELETE")
+    rv = ci_of(acts[delete])["readVersion"]
+    winners = list(range(rv + 1, delete))
+    blind = [w for w in winners if ci_of(acts[w]).get("isBlindAppend")]
+    st = _stats(reorder)
+    assert st["totals"]["reorders"] == len(blind) == 1
+    got = {p["partition"]: p["reorders"] for p in st["partitions"] if p["reorders"]}
+    assert got == {p: 1 for p in partitions(acts[blind[0]])}
+    added = {a["add"]["path"] for a in acts[blind[0]] if "add" in a}
+    assert {f["file"] for f in st["files"] if f["reorders"]} == added
+    cells = {(c["current"], c["winner"]): c for c in st["operation_matrix"]["cells"]}
+    cell = cells[("UPDATE/DELETE/MERGE", "INSERT")]
+    assert cell["pairs"] == len(winners) and cell["reordered"] == 1 and cell["conflict"] == 0
+
+
+def test_attempts_counted_per_partition(sample_logs, spark):
+    from forensics.log.table import TableLog
+
+    log = TableLog.open(str(sample_logs / "f-delta-rs-aborted" / "table"), use_cache=False)
+    attempts = json.loads((sample_logs / "f-delta-rs-aborted" / "attempts.json").read_text())
+    st = _stats(log, evidence=True)
+    assert st["totals"]["aborted_attempts"] == len(attempts)
+    got = {p["partition"]: p["aborted_attempts"] for p in st["partitions"] if p["aborted_attempts"]}
+    assert got == dict(Counter(a["partition"] for a in attempts))
+
+
+def test_parse_window_and_cli(sample_logs, capsys):
+    from forensics.cli import main
+    from forensics.exitcodes import ForensicsError
+    from forensics.stats import parse_window
+
+    assert parse_window("1h") == 3_600_000 and parse_window("15m") == 900_000 and parse_window("500ms") == 500
+    with pytest.raises(ForensicsError):
+        parse_window("soon")
+    assert main(["stats", str(sample_logs / "b-writeserializable-reorder" / "table"), "--window", "1 fortnight"]) == 2
+    assert main(["stats", str(sample_logs / "b-writeserializable-reorder" / "table"), "--json", "-q"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["schema_version"] == 1 and {"partitions", "files", "buckets", "operation_matrix", "concurrency", "retries"} <= set(d)

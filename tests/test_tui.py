@@ -1,0 +1,562 @@
+"""Pilot-driven tests of the Textual app, on sample_logs/ tables and real delta-rs tables.
+
+The sample tables' caches are warmed once per session with the real Spark reader; each test
+then points DELTA_FORENSICS_CACHE_DIR at that cache, so opening is the no-JVM path (a
+spark_factory that raises proves Spark never started).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from forensics.log.table import TableLog
+
+pytest.importorskip("textual")
+
+from textual.command import CommandPalette  # noqa: E402
+
+from tui.app import ForensicsApp  # noqa: E402
+from tui.screens.help import HelpScreen  # noqa: E402
+from tui.screens.matrix import MatrixScreen  # noqa: E402
+from tui.screens.timeline import TimelineScreen, TimelineView  # noqa: E402
+from tui.screens.whatif import WhatIfScreen  # noqa: E402
+from tui.widgets.detail import DetailPane  # noqa: E402
+from tui.widgets.explain import ExplainPane  # noqa: E402
+from tui.widgets.version_list import VersionList  # noqa: E402
+
+SIZE = (200, 50)
+SAMPLES = ("quickstart", "busy", "a-merge-partitions", "b-writeserializable-reorder")
+
+
+class NoSpark:
+    """A spark_factory that fails the test if the app ever asks for a JVM."""
+
+    calls = 0
+
+    def __call__(self):
+        NoSpark.calls += 1
+        raise AssertionError("Spark was started although the cache is warm")
+
+
+@pytest.fixture(scope="session")
+def warm_cache(tmp_path_factory, sample_logs, spark):
+    cache = tmp_path_factory.mktemp("tui-cache")
+    import os
+
+    old = os.environ.get("DELTA_FORENSICS_CACHE_DIR")
+    os.environ["DELTA_FORENSICS_CACHE_DIR"] = str(cache)
+    try:
+        for name in SAMPLES:
+            TableLog.open(str(sample_logs / name / "table"), spark_factory=lambda: spark)
+    finally:
+        if old is None:
+            os.environ.pop("DELTA_FORENSICS_CACHE_DIR", None)
+        else:
+            os.environ["DELTA_FORENSICS_CACHE_DIR"] = old
+    return cache
+
+
+@pytest.fixture
+def cached(warm_cache, monkeypatch, repo_root):
+    monkeypatch.setenv("DELTA_FORENSICS_CACHE_DIR", str(warm_cache))
+    monkeypatch.chdir(repo_root)
+    return warm_cache
+
+
+def table(name: str) -> str:
+    return f"sample_logs/{name}/table"
+
+
+def app_for(name: str, **kw) -> ForensicsApp:
+    kw.setdefault("utc", True)
+    kw.setdefault("spark_factory", NoSpark())
+    return ForensicsApp(table(name), **kw)
+
+
+async def settle(pilot, until=None, timeout: float = 60.0) -> None:
+    """Wait for the open/replay/detail workers and the debounce timer."""
+    app = pilot.app
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        await pilot.pause(0.05)
+        busy = any(w.state.name in ("PENDING", "RUNNING") for w in app.workers)
+        loaded = app.rows is not None or app.load_state == "error"
+        replayed = not app.replay_enabled or app.replay_state not in ("waiting", "replaying…")
+        if loaded and replayed and not busy and (until is None or until()):
+            await pilot.pause(0.1)  # the detail debounce timer
+            if not any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
+                return
+    raise AssertionError("the app did not settle")
+
+
+def plain(widget) -> str:
+    """The text a Static/pane currently shows."""
+    from rich.console import Console
+
+    console = Console(width=200, record=True, color_system=None)
+    for st in widget.query("Static"):
+        console.print(st.content)
+    return console.export_text()
+
+
+def history(name: str, repo_root: Path) -> list[dict]:
+    """The commitInfo of every commit file, read with json (independent of the app)."""
+    out = []
+    for f in sorted((repo_root / table(name) / "_delta_log").glob("*.json")):
+        for line in f.read_text().splitlines():
+            if '"commitInfo"' in line:
+                ci = json.loads(line)["commitInfo"]
+                ci["version"] = int(f.stem)
+                out.append(ci)
+                break
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# 1. opens fast from the cache; background work with a visible loading state
+# --------------------------------------------------------------------------------------
+
+
+async def test_opens_from_cache_before_any_jvm(cached, repo_root):
+    NoSpark.calls = 0
+    app = app_for("busy")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        vl = app.query_one(VersionList)
+        assert NoSpark.calls == 0
+        assert app.load_state == "from cache"
+        assert "from cache" in app.header_text().plain
+        n = len(list((repo_root / table("busy") / "_delta_log").glob("*.json")))
+        assert len(app.rows) == n
+        assert vl.current_version == n - 1  # opens at the newest version
+        assert vl.row_text(0).split()[0] == "0"
+
+
+@pytest.fixture
+def evil_table(tmp_path):
+    """A real delta-rs table whose commitInfo carries markup and terminal escapes."""
+    import pyarrow as pa
+    from deltalake import CommitProperties, write_deltalake
+
+    p = tmp_path / "evil"
+    t = pa.table({"id": [1, 2], "date": ["2024-01-01", "2024-01-02"]})
+    write_deltalake(str(p), t, partition_by=["date"])
+    write_deltalake(
+        str(p), t, mode="append",
+        commit_properties=CommitProperties(custom_metadata={"userName": "[bold red]pwn[/] \x1b]52;c;ZXZpbA==\x07 end", "userMetadata": "[link=http://x]click[/link]"}),
+    )
+    return p
+
+
+async def test_cache_miss_reads_with_spark_in_background(evil_table, spark):
+    gate = threading.Event()
+    started = threading.Event()
+
+    def slow_spark():
+        started.set()
+        assert gate.wait(60)
+        return spark
+
+    app = ForensicsApp(str(evil_table), utc=True, spark_factory=slow_spark)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if started.is_set():
+                break
+        assert started.is_set()
+        await pilot.pause(0.1)
+        assert "reading with Spark" in app.header_text().plain
+        assert app.query_one(VersionList).loading
+        await pilot.press("question_mark")  # the UI answers while Spark is pending
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("q")
+        gate.set()
+        await settle(pilot)
+        assert app.load_state == "read with Spark"
+        assert app.rows is not None and app.rows.version == [0, 1]
+
+
+# --------------------------------------------------------------------------------------
+# 2. version list: virtualized, columns, UTC toggle
+# --------------------------------------------------------------------------------------
+
+
+async def test_columns_time_and_utc_toggle(cached, repo_root):
+    his = history("quickstart", repo_root)
+    app = app_for("quickstart")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        vl = app.query_one(VersionList)
+        header = vl.header_text(vl.size.width)
+        for col in ("version", "time (UTC)", "operation", "readVer", "isolation", "blind", "+add", "-rm", "verdict"):
+            assert col in header
+        first = vl.row_text(0)
+        ts = dt.datetime.fromtimestamp(his[0]["timestamp"] / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + "Z"
+        assert ts in first and his[0]["operation"] in first
+        assert "UTC" in app.header_text().plain
+        await pilot.press("u")
+        assert "time (local" in vl.header_text(vl.size.width)
+        local = dt.datetime.fromtimestamp(his[0]["timestamp"] / 1000).strftime("%Y-%m-%d %H:%M:%S")
+        assert local in vl.row_text(0) and not vl.row_text(0).split()[2].endswith("Z")
+        assert "local" in app.header_text().plain
+
+
+def synthetic_log(n: int, tmp_path: Path) -> TableLog:
+    """A TableLog of n commits built with polars in the COMMIT_SCHEMA shape (no JVM)."""
+    from forensics.log.index import COMMIT_SCHEMA
+    from forensics.log.listing import LogListing
+    from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, arrow_schema
+
+    v = pl.Series(range(n), dtype=pl.Int64)
+    ops = pl.Series(["WRITE", "MERGE", "OPTIMIZE", "DELETE"] * (n // 4 + 1))[:n]
+    cols = {k: pl.Series([None] * n, dtype=t) for k, t in COMMIT_SCHEMA.items()}
+    cols.update(
+        version=v, source=pl.Series(["commit"] * n), timestamp=v * 1000 + 1_700_000_000_000, operation=ops,
+        operation_parameters=pl.Series(["{}"] * n), read_version=(v - 1 - (v % 3)).clip(lower_bound=0) if n else v,
+        isolation_level=pl.Series(["WriteSerializable"] * n), is_blind_append=(ops == "WRITE"),
+        num_add=pl.Series([1] * n, dtype=pl.Int64), num_remove=pl.Series([0] * n, dtype=pl.Int64), num_cdc=pl.Series([0] * n, dtype=pl.Int64),
+        partitions_touched=pl.Series(["[]"] * n), txn_app_ids=pl.Series(["{}"] * n), domains=pl.Series(["[]"] * n),
+        has_commit_info=pl.Series([True] * n), has_metadata=pl.Series([False] * n), has_protocol=pl.Series([False] * n),
+        has_txn=pl.Series([False] * n), has_domain_metadata=pl.Series([False] * n), txn_id=pl.Series([f"txn-{i:08d}" for i in range(n)]),
+    )
+    commits = pl.DataFrame(cols, schema=COMMIT_SCHEMA)
+    empty_a = pl.from_arrow(arrow_schema(ACTION_COLUMNS).empty_table())
+    empty_o = pl.from_arrow(arrow_schema(OTHER_COLUMNS).empty_table())
+    loc = str(tmp_path / "synthetic")
+    return TableLog(location=loc, listing=LogListing(table_uri=loc, log_uri=loc + "/_delta_log"), commits=commits, actions=empty_a, others=empty_o, from_cache=True)
+
+
+async def test_version_list_is_virtual_at_100k(tmp_path):
+    n = 100_000
+    log = synthetic_log(n, tmp_path)
+    app = ForensicsApp(log.location, log=log, utc=True, replay=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        vl = app.query_one(VersionList)
+        assert vl.virtual_size.height == n + 1
+        assert vl.current_version == n - 1
+        await pilot.press("g")
+        assert vl.current_version == 0 and vl.scroll_y == 0
+        await pilot.press("j", "j", "k")
+        assert vl.current_version == 1
+        await pilot.press("pagedown")
+        assert vl.current_version == 1 + vl.size.height - 1
+        t0 = time.perf_counter()
+        await pilot.press("G")
+        await pilot.pause()
+        assert time.perf_counter() - t0 < 2.0
+        assert vl.current_version == n - 1
+        last_line = vl.render_line(vl.size.height - 1).text
+        assert last_line.split()[0] == str(n - 1)
+        await pilot.press("colon", *"50000", "enter")
+        assert vl.current_version == 50_000
+        await pilot.press("colon", *"txn-00012345", "enter")
+        assert vl.current_version == 12_345
+
+
+# --------------------------------------------------------------------------------------
+# 3-4. detail and explain panes, winner a keypress away
+# --------------------------------------------------------------------------------------
+
+
+async def test_detail_pane(cached, repo_root):
+    merge = next(c for c in history("a-merge-partitions", repo_root) if c["operation"] == "MERGE")
+    v = merge["version"]
+    lines = (repo_root / table("a-merge-partitions") / "_delta_log" / f"{v:020d}.json").read_text().splitlines()
+    n_files = sum(1 for ln in lines if ln.startswith(('{"add"', '{"remove"', '{"cdc"')))
+    app = app_for("a-merge-partitions")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("colon", *str(v), "enter")
+        await settle(pilot, until=lambda: "read set" in plain(app.query_one(DetailPane)))
+        text = plain(app.query_one(DetailPane))
+        assert f"version {v}" in text and "MERGE" in text
+        assert str(merge["readVersion"]) in text and merge["isolationLevel"] in text
+        pred = json.loads(merge["operationParameters"]["predicate"])[0]  # Spark writes a JSON-encoded list
+        assert pred in text and '\\"' not in text  # shown decoded, not as escaped JSON text
+        assert f"actions ({n_files} add/remove/cdc)" in text
+        assert "read set" in text and "write set" in text
+        assert re.search(r"\[(exact|superset|subset|unknown)\]", text)
+
+
+async def test_explain_pane_and_winner(cached):
+    from forensics.replay import replay_table
+
+    name = "b-writeserializable-reorder"
+    log = TableLog.open_cached(table(name))
+    report = replay_table(log)
+    v, cv = next((k, c) for k, c in sorted(report.verdicts.items()) if c.winning_version is not None or c.reordered_before)
+    app = app_for(name)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("g", "colon", *str(v), "enter", "e")
+        await settle(pilot, until=lambda: "explaining" not in plain(app.query_one(ExplainPane)))
+        text = plain(app.query_one(ExplainPane))
+        expected_winner = cv.winning_version if cv.winning_version is not None else cv.reordered_before[0]
+        try:
+            from forensics.explain import explain_version
+        except ImportError:
+            assert "explain not available yet" in text
+        else:
+            ex = explain_version(log, v)
+            first = next(t for _, t in ex.lines() if t.strip())
+            assert first.strip()[:40] in text
+            if ex.winning_version is not None:
+                expected_winner = ex.winning_version
+        await pilot.press("w")
+        assert app.current_version() == expected_winner
+        await pilot.press("escape")  # back along the jump
+        assert app.current_version() == v
+
+
+# --------------------------------------------------------------------------------------
+# 5-7. timeline, conflict matrix, what-if form
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["busy", "b-writeserializable-reorder"])
+async def test_timeline(cached, name):
+    log = TableLog.open_cached(table(name))
+    windows = log.commits.filter(pl.col("read_version").is_not_null() & (pl.col("read_version") < pl.col("version") - 1))
+    app = app_for(name)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("t")
+        assert isinstance(app.screen, TimelineScreen)
+        view = app.screen.query_one(TimelineView)
+        commits = [b for b in view.bars if b.kind == "commit"]
+        assert sorted(b.version for b in commits) == sorted(windows["version"].to_list())
+        for b in commits:
+            assert b.lo == windows.filter(pl.col("version") == b.version)["read_version"][0]
+            vi = app.rows.verdicts.get(b.version)
+            if vi is not None and vi.verdict == "reordered":
+                assert "↺" in view.bar_text(view.bars.index(b))
+            if vi is not None and vi.verdict == "anomaly" and vi.winning_version is not None:
+                assert "✗" in view.bar_text(view.bars.index(b))
+        await pilot.press("G", "enter")
+        assert not isinstance(app.screen, TimelineScreen)
+        assert app.current_version() == view.bars[-1].version
+
+
+async def test_conflict_matrix(cached):
+    app = app_for("b-writeserializable-reorder")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("m")
+        assert isinstance(app.screen, MatrixScreen)
+        m = app.screen.matrix
+        assert m.classes[:3] == ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE"]
+        # the sample's DELETE (v3, read v1) ran against a blind INSERT (v2) and was reordered before it
+        assert m.cells[("UPDATE/DELETE/MERGE", "INSERT")] == {"reordered": 1}
+        total = sum(sum(c.values()) for c in m.cells.values())
+        assert total == sum(app.rows.window_size(i) for i in range(len(app.rows.version)))
+        shown = plain(app.screen)
+        assert "reordered 1" in shown and "docs: cannot conflict" in shown
+        await pilot.press("q")
+        assert not isinstance(app.screen, MatrixScreen)
+
+
+async def test_whatif_form(cached, repo_root):
+    error = (repo_root / "sample_logs" / "a-merge-partitions" / "error.txt").read_text()
+    expected = re.search(r"(Concurrent\w+Exception|MetadataChangedException|ProtocolChangedException)", error).group(1)
+    app = app_for("a-merge-partitions")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("W")
+        scr = app.screen
+        assert isinstance(scr, WhatIfScreen)
+        scr.query_one("#wi-read").value = "2"
+        scr.query_one("#wi-pred").value = "t.id = s.id"
+        scr.query_one("#wi-parts").value = "date=2024-06-18"
+        scr.query_one("#wi-until").value = "3"
+        assert scr.query_one("#wi-op").value == "MERGE"
+        await pilot.press("ctrl+r")
+        await settle(pilot, until=lambda: "running…" not in plain(scr))
+        text = plain(scr)
+        assert expected in text, text
+        assert "winner v3" in text
+        await pilot.press("escape")  # Esc backs out of the form even from an input
+        assert not isinstance(app.screen, WhatIfScreen)
+
+
+# --------------------------------------------------------------------------------------
+# 8. keys
+# --------------------------------------------------------------------------------------
+
+
+async def test_keys_search_filter_jump_quit(cached, repo_root):
+    his = history("quickstart", repo_root)
+    ops = [c["operation"] for c in his]
+    app = app_for("quickstart")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        vl = app.query_one(VersionList)
+        # footer hints and focused-widget help
+        footer_keys = {b.binding.key for b in app.screen.active_bindings.values() if b.binding.show}
+        assert {"slash", "colon", "f", "t"} <= footer_keys
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen) and "Help: VersionList" in plain(app.screen)
+        await pilot.press("escape")
+        # g / G / j / k
+        await pilot.press("g", "j", "j")
+        assert vl.current_version == his[2]["version"]
+        await pilot.press("G")
+        assert vl.current_version == his[-1]["version"]
+        # / search with n / N
+        target = "OPTIMIZE" if "OPTIMIZE" in ops else ops[-1]
+        hits = [c["version"] for c in his if target.lower() in json.dumps(c).lower() or target in c["operation"]]
+        await pilot.press("g", "slash", *target.lower(), "enter")
+        assert vl.current_version in hits
+        first = vl.current_version
+        await pilot.press("n")
+        assert vl.current_version in hits
+        if len(hits) > 1:
+            assert vl.current_version != first
+            await pilot.press("N")
+            assert vl.current_version == first
+        await pilot.press("escape")
+        assert app.search_term == ""
+        # filter by operation; Esc clears it
+        await pilot.press("f", *"delete", "enter")
+        assert [app.rows.operation[i] for i in app.rows.visible] == [o for o in ops if o == "DELETE"]
+        assert "op=DELETE" in app.header_text().plain
+        await pilot.press("escape")
+        assert len(app.rows) == len(his)
+        # verdict filter cycles through window → anomaly → …
+        await pilot.press("v")
+        assert app.rows.verdict_filter == "window"
+        assert all(app.rows.window_size(i) > 0 for i in app.rows.visible)
+        await pilot.press("escape")
+        # tab moves between panes
+        await pilot.press("tab")
+        assert app.focused is not vl
+        await pilot.press("1")
+        assert app.focused is vl
+        # ctrl+p palette with our provider
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"timeline")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, TimelineScreen)
+        await pilot.press("q")  # q closes a screen
+        assert not isinstance(app.screen, TimelineScreen)
+        await pilot.press("m", "ctrl+q")  # ctrl+q quits from anywhere
+    assert app.return_code == 0
+
+
+async def test_q_at_root_quits(cached):
+    app = app_for("quickstart")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_export_and_copy(cached, tmp_path, repo_root):
+    app = app_for("quickstart")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f", *"write", "enter")
+        out = tmp_path / "versions.json"
+        await pilot.press("ctrl+e")
+        inp = app.screen.query_one("Input")
+        assert inp.value.startswith("delta-forensics-versions-quickstart-")  # default: current directory
+        inp.value = str(out)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        data = json.loads(out.read_text())
+        writes = [c["version"] for c in history("quickstart", repo_root) if c["operation"] == "WRITE"]
+        assert [r["version"] for r in data["rows"]] == writes
+        # never inside the table path
+        inside = repo_root / table("quickstart") / "x.json"
+        await pilot.press("ctrl+e")
+        app.screen.query_one("Input").value = str(inside)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert not inside.exists()
+        # y copies the selection as JSON
+        await pilot.press("y")
+        copied = json.loads(app.clipboard)
+        assert copied["version"] == app.current_version() and copied["operation"] == "WRITE"
+        # export of a pushed view (matrix) as JSON
+        await pilot.press("escape", "m", "ctrl+e")
+        out2 = tmp_path / "matrix.json"
+        app.screen.query_one("Input").value = str(out2)
+        await pilot.press("enter")
+        await pilot.pause(0.1)
+        assert json.loads(out2.read_text())["view"] == "matrix"
+
+
+# --------------------------------------------------------------------------------------
+# 9. untrusted text stays inert
+# --------------------------------------------------------------------------------------
+
+
+async def test_untrusted_text_is_inert(evil_table, spark):
+    app = ForensicsApp(str(evil_table), utc=True, spark_factory=lambda: spark)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("G")
+        await settle(pilot, until=lambda: "userName" in plain(app.query_one(DetailPane)))
+        text = plain(app.query_one(DetailPane))
+        assert "[bold red]pwn[/]" in text  # shown literally, not as markup
+        assert "\\x1b]52;c;ZXZpbA==\\x07 end" in text  # the escape is visible, not sent
+        assert "[link=http://x]click[/link]" in text
+        svg = app.export_screenshot()
+        assert "\x1b" not in svg and "\x07" not in svg
+
+
+# --------------------------------------------------------------------------------------
+# SVG snapshots (pytest-textual-snapshot): UTC on, animations off, cursor blink off
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def snap_env(cached, monkeypatch):
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+    return cached
+
+
+def _snap(snap_compare, app, press=()):
+    async def before(pilot):
+        await settle(pilot)
+        for k in press:
+            await pilot.press(k)
+            await settle(pilot)
+
+    return snap_compare(app, terminal_size=SIZE, run_before=before)
+
+
+def test_snapshot_main(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("quickstart"))
+
+
+def test_snapshot_explain(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("b-writeserializable-reorder"), press=("e",))
+
+
+def test_snapshot_timeline(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("busy"), press=("t",))
+
+
+def test_snapshot_matrix(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("b-writeserializable-reorder"), press=("m",))
+
+
+def test_snapshot_whatif(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("a-merge-partitions"), press=("W",))
+
+
+def test_snapshot_help(snap_env, snap_compare):
+    assert _snap(snap_compare, app_for("quickstart"), press=("question_mark",))

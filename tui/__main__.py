@@ -1,0 +1,7 @@
+"""`python -m tui TABLE`."""
+
+import sys
+
+from tui import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Screens pushed over the version list (q or Esc goes back)."""

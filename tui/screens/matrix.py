@@ -1,0 +1,141 @@
+"""Conflict matrix: operation class pairs against outcome, for this table.
+
+Shaped like the isolation-level tables in Delta's documentation (rows and columns INSERT,
+UPDATE/DELETE/MERGE, OPTIMIZE; spec §11 "classic matrix"): each cell counts the concurrent
+pairs observed in this table's windows (row = the committing transaction, column = a commit
+that landed inside its window) by replay outcome, under the documented expectation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.data import OP_CLASSES, Rows
+
+# Delta docs "Write conflicts" without row-level concurrency (spec §11, [doc]).
+DOCS: dict[frozenset[str], str] = {
+    frozenset({"INSERT"}): "cannot conflict",
+    frozenset({"INSERT", "UPDATE/DELETE/MERGE"}): "can conflict in Serializable; not in WriteSerializable",
+    frozenset({"UPDATE/DELETE/MERGE"}): "can conflict in Serializable and WriteSerializable",
+    frozenset({"OPTIMIZE", "INSERT"}): "cannot conflict",
+    frozenset({"OPTIMIZE", "UPDATE/DELETE/MERGE"}): "can conflict in Serializable and WriteSerializable",
+    frozenset({"OPTIMIZE"}): "can conflict in Serializable and WriteSerializable",
+}
+OUTCOMES = ("clean", "reordered", "anomaly", "skipped", "unreplayed")
+
+
+@dataclass
+class Matrix:
+    classes: list[str]
+    cells: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
+    examples: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "view": "matrix",
+            "rows_are": "committing transaction (loser side)",
+            "columns_are": "commit inside its window (winner side)",
+            "classes": self.classes,
+            "cells": [
+                {"txn": a, "winner": b, "counts": self.cells.get((a, b), {}), "docs": DOCS.get(frozenset({a, b})), "examples": self.examples.get((a, b), [])[:5]}
+                for a in self.classes
+                for b in self.classes
+            ],
+        }
+
+
+def build_matrix(rows: Rows) -> Matrix:
+    """Count (txn class, winner class) pairs per outcome over every window."""
+    classes = {i: rows.op_class(i) for i in range(len(rows.version)) if rows.window_size(i)}
+    m = Matrix(list(OP_CLASSES))
+    cls_cache: dict[int, str] = {}
+
+    def cls_of(v: int) -> str:
+        if v not in cls_cache:
+            j = rows.index_of(v)
+            cls_cache[v] = rows.op_class(j) if j is not None else "OTHER"
+        return cls_cache[v]
+
+    for i, a in classes.items():
+        v = rows.version[i]
+        vi = rows.verdicts.get(v)
+        raw = vi.raw if vi is not None else None
+        reordered = set(getattr(raw, "reordered_before", None) or [])
+        for w in rows.window(i):
+            b = cls_of(w)
+            if vi is None:
+                outcome = "unreplayed"
+            elif vi.verdict == "anomaly":
+                outcome = "anomaly" if vi.winning_version in (None, w) else "clean"
+            elif vi.verdict == "reordered":
+                outcome = "reordered" if (not reordered or w in reordered) else "clean"
+            else:
+                outcome = vi.verdict
+            for c in (a, b):
+                if c not in m.classes:
+                    m.classes.append(c)
+            cell = m.cells.setdefault((a, b), {})
+            cell[outcome] = cell.get(outcome, 0) + 1
+            m.examples.setdefault((a, b), []).append(v)
+    return m
+
+
+def matrix_table(m: Matrix, isolation_note: str) -> Table:
+    t = Table(title=f"Concurrent pairs by outcome  (row: the committing transaction; column: a commit inside its window){isolation_note}",
+              title_justify="left", show_lines=True, header_style="bold", expand=True)
+    t.add_column("txn ↓ / winner →", style="bold", no_wrap=True)
+    for c in m.classes:
+        t.add_column(c, overflow="fold")
+    style = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "unreplayed": "cyan"}
+    for a in m.classes:
+        cells: list[Any] = [a]
+        for b in m.classes:
+            counts = m.cells.get((a, b), {})
+            cell = Text()
+            if counts:
+                for k in OUTCOMES:
+                    if counts.get(k):
+                        cell.append(f"{k} {counts[k]}  ", style=style[k])
+            else:
+                cell.append("none observed", style="dim")
+            doc = DOCS.get(frozenset({a, b}))
+            cell.append("\ndocs: " + (doc or "not in the docs table (metadata/other changes fail every writer)"), style="dim italic")
+            cells.append(cell)
+        t.add_row(*cells)
+    return t
+
+
+class MatrixScreen(Screen[None]):
+    BINDINGS = [Binding("escape,q", "back", "back")]
+
+    def __init__(self, rows: Rows, isolation_note: str = "") -> None:
+        super().__init__(id="matrix")
+        self.rows = rows
+        self.matrix = build_matrix(rows)
+        self.isolation_note = isolation_note
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text("Conflict matrix", style="bold"), classes="screen-title")
+        with VerticalScroll(id="matrix-scroll"):
+            yield Static(matrix_table(self.matrix, self.isolation_note), id="matrix-table")
+            if not self.matrix.cells:
+                yield Static(Text("No concurrency windows in this table: every commit read the version just before it.", style="dim"))
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#matrix-scroll").focus()
+
+    def action_back(self) -> None:
+        self.dismiss(None)
+
+    def export_json(self) -> dict[str, Any]:
+        return self.matrix.to_json()
