@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from forensics.log.params import MAX_PARAM_CHARS, decode_value
 from forensics.predicates.parsed import PredicateSource, Role
 
-MAX_PARAM_CHARS = 1 << 20
 
 _CLAUSE_KEYS: tuple[tuple[str, Role], ...] = (
     ("matchedPredicates", "matched"),
@@ -25,14 +25,7 @@ _CLAUSE_KEYS: tuple[tuple[str, Role], ...] = (
 
 def decode_param(value: Any) -> Any:
     """One extra JSON decode where the value is JSON array/object text (spec §8.1); else as is."""
-    if isinstance(value, str):
-        s = value.strip()
-        if len(s) <= MAX_PARAM_CHARS and s[:1] in ("[", "{") and s[-1:] in ("]", "}"):
-            try:
-                return json.loads(s)
-            except ValueError:
-                return value
-    return value
+    return decode_value(value)
 
 
 def _salvage_cut_array(value: str) -> list[str] | None:
