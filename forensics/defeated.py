@@ -7,6 +7,7 @@ version so `explain` can tell both sides of the race.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +25,35 @@ def defeated_attempts(
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if error_file:
-        out += _from_error_text(log, version, error_file)
+        out += _from_error_text(log, version, error_file, state)
     if use_evidence:
         out += _from_evidence(log, version)
     return out
 
 
-def _from_error_text(log: TableLog, version: int, error_file: str) -> list[dict[str, Any]]:
-    try:
-        from forensics.errortext import parse_error_text
-        from forensics.winner import find_winner
-    except ImportError:
-        return []
-    text = Path(error_file).read_text(errors="replace") if error_file != "-" else ""
+def _from_error_text(log: TableLog, version: int, error_file: str, state: StateIndex) -> list[dict[str, Any]]:
+    """The error text's loser, when the text's winner is this version (with its own advice)."""
+    from forensics.errortext import parse_error_text
+    from forensics.evidence.loser import explain_error
+
+    text = sys.stdin.read() if error_file == "-" else Path(error_file).read_text(errors="replace")
     rep = parse_error_text(text)
-    if not rep.recognized or rep.winner is None:
+    if not rep.recognized:
         return []
-    match = find_winner(log, rep.winner)
-    if match.version != version:
+    exp = explain_error(log, rep, state=state)
+    if exp.winning_version != version:
         return []
+    how = exp.match.how if exp.match else "replay"
+    name = "stdin" if error_file == "-" else Path(error_file).name
     return [
         {
-            "source": f"error text {Path(error_file).name} (winner found by {match.how})",
+            "source": f"error text {name} (winner found by {how})",
             "exception": rep.exception,
             "partition": rep.partition,
             "file": rep.file,
             "loser_of": version,
-            "why": match.why,
+            "why": exp.match.why if exp.match else exp.why,
+            "advice": list(exp.advice),
         }
     ]
 

@@ -198,9 +198,11 @@ def explain_version(
     )
     defeated = list(defeated or [])
     for d in defeated:
-        if d.get("advice_sets") is not None:
-            adv += d.pop("advice_sets")
-        d.pop("advice_sets", None)
+        # advice grounded in the loser's evidence (forensics.evidence.loser), said once
+        for text in d.get("advice") or []:
+            a = Advice("For the aborted transaction", text, d.get("source", "error text"))
+            if a not in adv:
+                adv.append(a)
     who = rec.user_name or (rec.job or {}).get("jobName") if isinstance(rec.job, dict) else rec.user_name
     header = {
         "timestamp": rec.timestamp,

@@ -31,29 +31,20 @@ def spark_factory(args: argparse.Namespace):
     return make
 
 
-def progress(args: argparse.Namespace):
-    """A status line on stderr for long reads (only on a terminal)."""
+def open_table(args: argparse.Namespace):
+    """Open the table's log; on a terminal, a spinner shows what the (possibly long) read is doing."""
+    from forensics.log.table import TableLog
+
+    def _open(say=None):
+        return TableLog.open(args.table, use_cache=not args.no_cache, spark_factory=spark_factory(args), progress=say)
+
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
-        return None
+        return _open()
     from rich.console import Console
 
     console = Console(stderr=True)
-
-    def say(msg: str) -> None:
-        console.print(f"[dim]… {msg}[/dim]")
-
-    return say
-
-
-def open_table(args: argparse.Namespace):
-    from forensics.log.table import TableLog
-
-    return TableLog.open(
-        args.table,
-        use_cache=not args.no_cache,
-        spark_factory=spark_factory(args),
-        progress=progress(args),
-    )
+    with console.status("listing _delta_log …", spinner="dots") as status:
+        return _open(lambda msg: status.update(f"{msg} …"))
 
 
 def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> int:
