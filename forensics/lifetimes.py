@@ -7,10 +7,11 @@ interval; "files active at R" is then an interval query (spec §12: snapshot_R).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
+from forensics.exitcodes import ExitCode, ForensicsError
 from forensics.log.snapshot import file_action_from_row, state_actions, with_keys
 from forensics.log.table import TableLog
 from forensics.model import FileAction, Finding
@@ -25,6 +26,11 @@ class FileLifetimes:
     frame: pl.DataFrame
     known_from: int  # state is exact for versions >= this (the base checkpoint, or 0)
     findings: list[Finding]
+    # files_at is called once per window (10k+ on a long log): the interval test is one
+    # vectorised pass over two columns and each row becomes a FileAction at most once.
+    _blocks: dict[int, list[tuple[int, int, int]]] | None = field(default=None, repr=False)
+    _files: dict[int, FileAction] = field(default_factory=dict, repr=False)
+    _recent: dict[int, list[FileAction]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, log: TableLog, upto: int | None = None) -> "FileLifetimes":
@@ -33,10 +39,21 @@ class FileLifetimes:
         if upto is None:
             return cls(pl.DataFrame(), 0, findings)
         base = _earliest_base(log, upto)
-        acts, _oth, cp = state_actions(log, base, findings) if base is not None else (log.actions.head(0), None, None)
+        unreadable = False
+        try:
+            acts, _oth, cp = state_actions(log, base, findings) if base is not None else (log.actions.head(0), None, None)
+        except ForensicsError as e:
+            if e.code != ExitCode.UNREADABLE:
+                raise
+            # Every checkpoint that could be the base is broken: salvage the retained commits and
+            # say that no state is exact (files added before them are unknown) rather than fail.
+            findings.append(Finding("checkpoint.unreadable", f"{e.message}; files added before the retained commits are unknown", "error", e.file, base))
+            base, unreadable = None, True
         later = log.actions.filter(pl.col("version") > (base if base is not None else -1))
         allacts = pl.concat([acts, later], how="vertical_relaxed") if base is not None else log.actions
         known_from = (cp if cp is not None else 0) if base is not None else (min(log.versions) if log.versions else 0)
+        if unreadable:
+            known_from = INF
         keyed = with_keys(allacts.filter(pl.col("kind").is_in(["add", "remove"])), log.location).sort(["version", "line"])
         keyed = keyed.with_columns(
             pl.col("version").shift(-1).over(["cpath", "dv_id"]).alias("_next"),
@@ -53,10 +70,44 @@ class FileLifetimes:
         return self.frame.filter((pl.col("added") <= version) & (pl.col("removed") > version))
 
     def files_at(self, version: int) -> list[FileAction]:
-        return [file_action_from_row(r) for r in self.active_at(version).iter_rows(named=True)]
+        """Active files at `version`, in frame order. Rows are bucketed by blocks of versions
+        they overlap, so a query scans one bucket (active files + one block's churn)."""
+        if self.frame.height == 0:
+            return []
+        hit = self._recent.get(version)
+        if hit is not None:
+            return list(hit)
+        if self._blocks is None:
+            self._blocks = _block_index(self.frame["added"].to_list(), self.frame["removed"].to_list())
+        out = []
+        for i, a, r in self._blocks.get(version // BLOCK, ()):
+            if a <= version < r:
+                fa = self._files.get(i)
+                if fa is None:
+                    fa = self._files[i] = file_action_from_row(self.frame.row(i, named=True))
+                out.append(fa)
+        if len(self._recent) >= 8:  # a window asks twice (read set, then the checker)
+            self._recent.pop(next(iter(self._recent)))
+        self._recent[version] = out
+        return list(out)
 
     def exact_at(self, version: int) -> bool:
         return version >= self.known_from
+
+
+BLOCK = 256
+
+
+def _block_index(added: list[int], removed: list[int]) -> dict[int, list[tuple[int, int, int]]]:
+    """block number -> (row, added, removed) of every row whose interval overlaps the block."""
+    blocks: dict[int, list[tuple[int, int, int]]] = {}
+    last = max((r for r in removed if r < INF), default=0)
+    last = max(last, max(added, default=0)) // BLOCK
+    for i, (a, r) in enumerate(zip(added, removed)):
+        hi = last if r >= INF else (r - 1) // BLOCK
+        for b in range(a // BLOCK, hi + 1):
+            blocks.setdefault(b, []).append((i, a, r))
+    return blocks
 
 
 def _earliest_base(log: TableLog, upto: int) -> int | None:

@@ -20,7 +20,7 @@ from forensics.log.table import TableLog
 from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
 from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
 from forensics.rules.results import WindowResult
-from forensics.sets import COMMIT_LARGE_OPS, CommitSets, StateIndex, commit_sets, write_set
+from forensics.sets import COMMIT_LARGE_OPS, CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
 
 from forensics.model import ISOLATION_LEVELS  # noqa: E402,F401  (re-exported)
 
@@ -125,6 +125,16 @@ def winning_commit(log: TableLog, version: int) -> WinningCommit:
     )
 
 
+def _winning_commit_cached(log: TableLog, version: int) -> WinningCommit:
+    """A winner appears in every window it overlaps: build it once per log."""
+    memo = log.derived.setdefault("winning_commit", {})
+    rec = log.record(version)
+    hit = memo.get(version)
+    if hit is None or hit[0] is not rec:
+        hit = memo[version] = (rec, winning_commit(log, version))
+    return hit[1]
+
+
 def transaction_from_sets(rec: CommitRecord, sets: CommitSets, read_version: int, isolation_override: str | None = None) -> Transaction:
     level, bound = _isolation(rec, sets, isolation_override)
     return Transaction(
@@ -206,7 +216,7 @@ def replay_commit(
         base.verdict = "clean"
         base.why = f"no commit landed between its read (v{rv}) and its commit: nothing to check"
         return base
-    missing = [w for w in base.window if w not in set(log.versions)]
+    missing = [w for w in base.window if not log.has_version(w)]
     if missing:
         base.why = f"winning commit(s) {missing[:5]} are not in the retained log"
         base.certainty = Bound.UNKNOWN.value
@@ -217,7 +227,7 @@ def replay_commit(
         profile, pwhy = profile_for_engine_info(rec.engine_info, rec.has_commit_info)
     sets = commit_sets(log, version, state)
     txn = transaction_from_sets(rec, sets, rv, isolation_level)
-    winners = [winning_commit(log, w) for w in base.window]
+    winners = [_winning_commit_cached(log, w) for w in base.window]
     read_files = state.lifetimes.files_at(rv) if state.lifetimes.exact_at(rv) else None
     result = check_window(txn, winners, profile, read_snapshot_files=read_files, table_name=_table_name(sets))
     v = base
@@ -277,8 +287,15 @@ def replay_table(
     state = state or StateIndex(log)
     verdicts: dict[int, CommitVerdict] = {}
     not_concurrent = 0
-    rows = log.commits.select(["version", "read_version"]).iter_rows()
+    rows = list(log.commits.select(["version", "read_version"]).iter_rows())
     wanted = set(versions) if versions is not None else None
+    # Every window's own commit and winners, built in one pass rather than one slice each.
+    need: set[int] = set()
+    for v, rv in rows:
+        if (wanted is None or v in wanted) and rv is not None and rv < v - 1:
+            need.add(v)
+            need.update(range(rv + 1, v))
+    prefetch_write_sets(log, sorted(need))
     for v, rv in rows:
         if wanted is not None and v not in wanted:
             continue

@@ -17,6 +17,9 @@ from rich.text import Text
 # C0 and C1 controls, DEL; keep nothing (newlines are replaced too: one field, one line).
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+# Lone surrogates: file names that are not UTF-8 arrive as U+DC80..U+DCFF (surrogateescape) and
+# would be written back as the raw byte (0x9b is CSI on 8-bit terminals) or crash a strict stream.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _visible(ch: str) -> str:
@@ -29,6 +32,8 @@ def _visible(ch: str) -> str:
         return "\\r"
     if o < 0x100:
         return f"\\x{o:02x}"
+    if 0xDC80 <= o <= 0xDCFF:  # an undecodable byte (surrogateescape): show the byte itself
+        return f"\\x{o - 0xDC00:02x}"
     return f"\\u{o:04x}"
 
 
@@ -39,6 +44,7 @@ def inert(value: Any, max_len: int | None = 2000) -> str:
     s = value if isinstance(value, str) else str(value)
     s = _CONTROL.sub(lambda m: _visible(m.group(0)), s)
     s = _BIDI.sub(lambda m: _visible(m.group(0)), s)
+    s = _SURROGATE.sub(lambda m: _visible(m.group(0)), s)
     if max_len is not None and len(s) > max_len:
         s = s[: max_len - 1] + "…"
     return s

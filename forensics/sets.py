@@ -8,6 +8,7 @@ Bound label and the reason in words. The write set is exact: it is the commit's 
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,23 +169,11 @@ class StateIndex:
 
     def metadata_at(self, version: int) -> Metadata | None:
         self._load_base()
-        cur = None
-        for v, m in self._md:
-            if v <= version:
-                cur = m
-            else:
-                break
-        return cur
+        return _at(self._md, version)
 
     def protocol_at(self, version: int) -> Protocol | None:
         self._load_base()
-        cur = None
-        for v, p in self._pr:
-            if v <= version:
-                cur = p
-            else:
-                break
-        return cur
+        return _at(self._pr, version)
 
     def schema_at(self, version: int) -> TableSchema:
         return TableSchema.from_metadata(self.metadata_at(version))
@@ -196,23 +185,56 @@ class StateIndex:
         return self._lifetimes
 
 
+def _at(pairs: list, version: int):
+    """The last value whose version is <= `version` (pairs are sorted by version): a bisect."""
+    i = bisect_right(pairs, version, key=lambda p: p[0])
+    return pairs[i - 1][1] if i else None
+
+
 # --------------------------------------------------------------------------------------
 # Write set (exact)
 # --------------------------------------------------------------------------------------
 
 
 def write_set(log: TableLog, rec: CommitRecord) -> WriteSet:
-    acts = log.actions_of(rec.version)
-    adds, removes, cdc = [], [], []
+    """The commit's own actions; memoised per log for logged records (replay asks many times)."""
+    memo = log.derived.setdefault("write_set", {}) if hasattr(log, "derived") else {}
+    hit = memo.get(rec.version)
+    if hit is not None and hit[0] is rec:
+        return hit[1]
+    w = _write_set(log, rec)
+    memo[rec.version] = (rec, w)
+    return w
+
+
+def prefetch_write_sets(log: TableLog, versions: list[int]) -> None:
+    """Build the write sets of many logged versions in one pass over the actions table
+    (replay needs every window's winners; one slice per version costs more than the rows)."""
+    memo = log.derived.setdefault("write_set", {})
+    want = sorted({v for v in versions if v not in memo and log.has_version(v)})
+    if not want:
+        return
+    files: dict[int, tuple[list, list, list]] = {v: ([], [], []) for v in want}
+    slot = {"add": 0, "remove": 1, "cdc": 2}
+    acts = log.actions.filter(pl.col("version").is_in(want)).sort(["version", "line"])
     for r in acts.iter_rows(named=True):
-        fa = file_action_from_row(r)
-        {"add": adds, "remove": removes, "cdc": cdc}[fa.kind].append(fa)
-    md = pr = None
-    for r in log.others_of(rec.version).iter_rows(named=True):
-        if r["kind"] == "metaData" and md is None:
-            md = metadata_from_json(r["payload"])
-        elif r["kind"] == "protocol" and pr is None:
-            pr = protocol_from_json(r["payload"])
+        files[r["version"]][slot[r["kind"]]].append(file_action_from_row(r))
+    mds: dict[int, Metadata | None] = {}
+    prs: dict[int, Protocol | None] = {}
+    oth = log.others.filter(pl.col("version").is_in(want) & pl.col("kind").is_in(["metaData", "protocol"])).sort(["version", "line"])
+    for r in oth.iter_rows(named=True):
+        v = r["version"]
+        if r["kind"] == "metaData" and mds.get(v) is None:
+            mds[v] = metadata_from_json(r["payload"])
+        elif r["kind"] == "protocol" and prs.get(v) is None:
+            prs[v] = protocol_from_json(r["payload"])
+    for v in want:
+        rec = log.record(v)
+        adds, removes, cdc = files[v]
+        memo[v] = (rec, _make_write_set(rec, adds, removes, cdc, mds.get(v), prs.get(v)))
+
+
+def _make_write_set(rec: CommitRecord, adds, removes, cdc, md, pr) -> WriteSet:
     # spec §3: a missing commitInfo or isBlindAppend field is treated as false by delta-spark.
     return WriteSet(
         adds=adds,
@@ -225,6 +247,21 @@ def write_set(log: TableLog, rec: CommitRecord) -> WriteSet:
         is_blind_append=bool(rec.is_blind_append),
         is_blind_append_recorded=rec.is_blind_append,
     )
+
+
+def _write_set(log: TableLog, rec: CommitRecord) -> WriteSet:
+    acts = log.actions_of(rec.version)
+    adds, removes, cdc = [], [], []
+    for r in acts.iter_rows(named=True):
+        fa = file_action_from_row(r)
+        {"add": adds, "remove": removes, "cdc": cdc}[fa.kind].append(fa)
+    md = pr = None
+    for r in log.others_of(rec.version).iter_rows(named=True):
+        if r["kind"] == "metaData" and md is None:
+            md = metadata_from_json(r["payload"])
+        elif r["kind"] == "protocol" and pr is None:
+            pr = protocol_from_json(r["payload"])
+    return _make_write_set(rec, adds, removes, cdc, md, pr)
 
 
 # --------------------------------------------------------------------------------------
@@ -463,13 +500,13 @@ def _read_files(log: TableLog, state: StateIndex, plan: _Plan, write: WriteSet, 
         return at, Bound.EXACT
     part = plan.partition[0] if plan.partition else TRUE_PREDICATE
     if plan.files_rule == "partition":
-        sel = [f for f in at if matches_partition(part, f.partition_values, schema)]
+        sel = _partition_matches(part, at, schema)
         return _checked(sel, plan.predicate_bound, write, plan)
     if plan.files_rule == "delta-rs":
         sel = [f for f in at if may_match_stats(part, f.stats, f.partition_values, schema)]
         return sel, plan.predicate_bound
     # candidates: partition pruning, then data skipping on file statistics (spec §4.2).
-    sel = [f for f in at if matches_partition(part, f.partition_values, schema)]
+    sel = _partition_matches(part, at, schema)
     data = [parse_predicate(d.sql or d.text, schema) for d in plan.data]
     if data:
         sel = [f for f in sel if all(may_match_stats(d, f.stats, f.partition_values, schema) for d in data)]
@@ -478,6 +515,21 @@ def _read_files(log: TableLog, state: StateIndex, plan: _Plan, write: WriteSet, 
         "Spark's own skipping may have kept fewer (superset)"
     )
     return _checked(sel, Bound.SUPERSET, write, plan)
+
+
+def _partition_matches(part: ParsedPredicate, files: list[FileAction], schema: TableSchema) -> list[FileAction]:
+    """Files whose partition values may match: evaluated once per distinct partition, not per file."""
+    seen: dict[tuple, bool] = {}
+    out = []
+    for f in files:
+        pv = f.partition_values or {}
+        key = tuple(sorted(pv.items()))
+        ok = seen.get(key)
+        if ok is None:
+            ok = seen[key] = matches_partition(part, pv, schema)
+        if ok:
+            out.append(f)
+    return out
 
 
 def _checked(sel: list[FileAction], bound: Bound, write: WriteSet, plan: _Plan):

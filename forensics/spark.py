@@ -20,6 +20,10 @@ from forensics.exitcodes import ExitCode, ForensicsError
 from forensics.paths import cache_root
 
 MIN_JAVA = 17
+# A forensics run is a short job on small data: C1-only JIT and the serial collector cut the
+# driver's CPU for JVM start + one log read by ~40% on 2 cores (BENCHMARKS.md). Override with
+# DELTA_FORENSICS_JVM_OPTS (e.g. "" for the JVM defaults).
+JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 _lock = threading.Lock()
 _session: Any = None
 _session_key: tuple[str | None, str | None] | None = None
@@ -125,7 +129,7 @@ def _local_conf(builder: Any) -> Any:
         .config("spark.driver.memory", os.environ.get("DELTA_FORENSICS_DRIVER_MEMORY", "2g"))
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.sql.jsonGenerator.ignoreNullFields", "false")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error")
+        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error " + os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS))
         # Read local files as they are: Hadoop's checksumming FS rejects a file whose `.x.crc`
         # side file is stale, which is common in copied tables and says nothing about the log.
         .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")

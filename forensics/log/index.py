@@ -239,6 +239,10 @@ def record_from_row(row: dict[str, Any]) -> CommitRecord:
 def _loads(s: str | None, default: Any) -> Any:
     if s is None:
         return default
+    if s == "{}":  # most commits: no txn ids, tags, job, ... (skip the JSON parser)
+        return {}
+    if s == "[]":
+        return []
     try:
         return json.loads(s)
     except ValueError:

@@ -73,10 +73,41 @@ def checkpoint_tables(log: TableLog, cp: Checkpoint) -> tuple[pl.DataFrame, pl.D
                 return pl.read_parquet(a_p), pl.read_parquet(o_p), []
             except Exception:  # noqa: BLE001 - rebuild a broken cache entry
                 pass
-    parsed = read_checkpoint(log.spark(), log.listing, cp)
+    spark = log.spark()  # no Java / Spark failing to start is not the checkpoint's fault: raised as is
+    try:
+        parsed = read_checkpoint(spark, log.listing, cp)
+    except Exception as e:  # noqa: BLE001 - e.g. a corrupt sidecar only fails when collected
+        from forensics.spark import error_summary
+
+        msg = e.message if isinstance(e, ForensicsError) else f"checkpoint could not be read: {error_summary(e)}"
+        raise ForensicsError(
+            ExitCode.UNREADABLE, msg, file=getattr(e, "file", None) or f"_delta_log/{cp.files[0].name}", version=cp.version
+        ) from e
+    missing = [f for f in parsed.findings if f.code == "checkpoint.sidecar_missing"]
+    if missing:
+        # Without all its sidecars the checkpoint's file list is incomplete: not a usable base
+        # (README: "an older base is used instead"), and never cached as if it were whole.
+        err = ForensicsError(
+            ExitCode.UNREADABLE,
+            f"{len(missing)} sidecar(s) named by the checkpoint are missing ({missing[0].file})",
+            file=f"_delta_log/{cp.files[0].name}",
+            version=cp.version,
+        )
+        err.finding_code = "checkpoint.sidecar_missing"  # type: ignore[attr-defined]
+        raise err
     acts = pl.from_arrow(parsed.actions)
     oth = pl.from_arrow(parsed.others)
     assert isinstance(acts, pl.DataFrame) and isinstance(oth, pl.DataFrame)
+    bad = oth.filter(pl.col("kind") == "corrupt")
+    if bad.height:
+        # A V2 JSON checkpoint with a broken line (a partial write) lost actions we cannot name:
+        # the whole checkpoint is unusable as a base, unlike a commit whose other lines still count.
+        raise ForensicsError(
+            ExitCode.UNREADABLE,
+            f"checkpoint line {int(bad['line'].min()) + 1} is not valid JSON (partial write?)",
+            file=f"_delta_log/{cp.files[0].name}",
+            version=cp.version,
+        )
     if cdir is not None:
         try:
             cdir.mkdir(parents=True, exist_ok=True)
@@ -118,9 +149,23 @@ def state_actions(log: TableLog, version: int, findings: list[Finding] | None = 
     A checkpoint that cannot be read is reported and the next older base is tried.
     """
     tried: set[int] = set()
+    broken: list[ForensicsError] = []
     while True:
         usable = [c for c in log.listing.checkpoints if c.version not in tried]
-        cp, _why = choose_base(set(log.versions), usable, version)
+        try:
+            cp, _why = choose_base(set(log.versions), usable, version)
+        except ForensicsError as e:
+            if not broken:
+                raise
+            # Every base that could rebuild this version is broken: beyond salvage (README exit 4),
+            # said with the checkpoint file that failed rather than as a missing version.
+            first = broken[0]
+            raise ForensicsError(
+                ExitCode.UNREADABLE,
+                f"version {version} cannot be reconstructed: {first.message}; no older checkpoint or full run of commits to fall back to",
+                file=first.file,
+                version=version,
+            ) from e
         if cp is None:
             a = log.actions.filter(pl.col("version") <= version)
             o = log.others.filter(pl.col("version") <= version)
@@ -128,8 +173,12 @@ def state_actions(log: TableLog, version: int, findings: list[Finding] | None = 
         try:
             ca, co, f = checkpoint_tables(log, cp)
         except ForensicsError as e:
+            if e.code != ExitCode.UNREADABLE:
+                raise  # no Java, no Spark at all: not the checkpoint's fault
+            broken.append(e)
             if findings is not None:
-                findings.append(Finding("checkpoint.unreadable", e.message + "; falling back to an older base", "error", e.file, cp.version))
+                code = getattr(e, "finding_code", "checkpoint.unreadable")
+                findings.append(Finding(code, e.message + "; falling back to an older base", "error", e.file, cp.version))
             tried.add(cp.version)
             continue
         if findings is not None:

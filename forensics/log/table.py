@@ -2,7 +2,9 @@
 
 `TableLog.open` lists `_delta_log` (no JVM), compares the listing with the cache, and only
 starts Spark for commits the cache has not seen. A repeat look with no new commits reads
-three Parquet files with polars and never waits for a JVM.
+three Parquet files with polars and never waits for a JVM; the (large) file-actions table is
+only read from the cache when a caller first touches `log.actions` (`history` never does).
+When Spark will surely be needed, the JVM starts while `_delta_log` is listed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,11 +30,12 @@ from forensics.log.index import (
     line_findings,
     record_from_row,
 )
+from forensics.log.sanity import sanity_findings, split_invalid_actions
 from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, ParsedFiles, arrow_schema, read_commit_files
 from forensics.model import CommitRecord, Finding
 from forensics.paths import table_cache_dir
 
-CACHE_FORMAT = 3
+CACHE_FORMAT = 4  # 4: invalid actions set aside (sanity.py), lazy actions
 SparkFactory = Callable[[], Any]
 Progress = Callable[[str], None]
 
@@ -47,7 +51,7 @@ class TableLog:
     location: str
     listing: L.LogListing
     commits: pl.DataFrame
-    actions: pl.DataFrame
+    actions: pl.DataFrame  # a property (below): loaded from the cache on first use
     others: pl.DataFrame
     findings: list[Finding] = field(default_factory=list)
     from_cache: bool = False
@@ -55,6 +59,10 @@ class TableLog:
     cache_dir: Path | None = None
     spark_factory: SparkFactory = _default_spark
     _records: dict[int, CommitRecord] = field(default_factory=dict, repr=False)
+    # Caches: init=False so dataclasses.replace (a counterfactual log) starts with fresh ones.
+    _actions_loader: Callable[[], pl.DataFrame] | None = field(default=None, init=False, repr=False, compare=False)
+    _by_version: dict[str, tuple] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # ---- opening --------------------------------------------------------------------
 
@@ -69,7 +77,7 @@ class TableLog:
     ) -> "TableLog":
         spark_factory = spark_factory or _default_spark
         say = progress or (lambda _msg: None)
-        listing = L.list_log(location)
+        listing, spark = _list_while_starting(location, spark_factory, use_cache)
         if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
             raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
         cache_dir = table_cache_dir(listing.table_uri)
@@ -82,12 +90,12 @@ class TableLog:
             from_cache = True
             if new_files:
                 say(f"reading {len(new_files)} new commit file(s) with Spark")
-                spark = spark_factory()
+                spark = spark or spark_factory()
                 started = True
                 parsed = _read(spark, new_files, plan)
                 c2, a2, o2 = _index(parsed, plan, [v for v in sorted(plan) if v > meta["max_version"]])
                 commits = pl.concat([commits, c2], how="vertical_relaxed")
-                actions = pl.concat([actions, a2], how="vertical_relaxed")
+                actions = _then_concat(actions, a2)
                 others = pl.concat([others, o2], how="vertical_relaxed")
                 if use_cache:
                     _append_cache(cache_dir, listing, plan, c2, a2, o2)
@@ -96,7 +104,7 @@ class TableLog:
             from_cache = False
             if files:
                 say(f"reading {len(files)} commit file(s) with Spark")
-                spark = spark_factory()
+                spark = spark or spark_factory()
                 started = True
                 parsed = _read(spark, files, plan)
             else:
@@ -108,13 +116,46 @@ class TableLog:
             location=listing.table_uri,
             listing=listing,
             commits=commits.sort("version"),
-            actions=actions,
+            actions=None if callable(actions) else actions,  # type: ignore[arg-type]
             others=others,
             from_cache=from_cache,
-            spark_started=started,
+            spark_started=started or spark is not None,
             cache_dir=cache_dir if use_cache else None,
             spark_factory=spark_factory,
         )
+        log._actions_loader = actions if callable(actions) else None
+        log.findings = _all_findings(log, plan)
+        return log
+
+    @classmethod
+    def open_cached(cls, location: str) -> "TableLog | None":
+        """The table from the cache only (lists `_delta_log`, never starts a JVM).
+
+        None when there is no cache or it is stale (a commit appeared, changed or is
+        newer than the cached maximum): the caller then falls back to `open`.
+        """
+        listing = L.list_log(location)
+        plan = _plan_files(listing)
+        if not plan:
+            return None
+        cache_dir = table_cache_dir(listing.table_uri)
+        cached = _load_cache(cache_dir, listing.table_uri)
+        if cached is None or not _cache_covers(cached, plan):
+            return None
+        commits, actions, others, meta = cached
+        if any(v > meta["max_version"] for v in plan):
+            return None
+        log = cls(
+            location=listing.table_uri,
+            listing=listing,
+            commits=commits.sort("version"),
+            actions=None,  # type: ignore[arg-type]
+            others=others,
+            from_cache=True,
+            spark_started=False,
+            cache_dir=cache_dir,
+        )
+        log._actions_loader = actions
         log.findings = _all_findings(log, plan)
         return log
 
@@ -122,7 +163,20 @@ class TableLog:
 
     @property
     def versions(self) -> list[int]:
-        return self.commits["version"].to_list()
+        return list(self._version_rows())
+
+    def has_version(self, version: int) -> bool:
+        """Whether the retained log has this version (a dict lookup, not a scan)."""
+        return version in self._version_rows()
+
+    def _version_rows(self) -> dict[int, int]:
+        """version -> row of `commits`, built once per commits frame (commits are sorted)."""
+        got = self._by_version.get("commits")
+        if got is None or got[0] is not self.commits:
+            rows = {v: i for i, v in enumerate(self.commits["version"].to_list())}
+            got = (self.commits, rows)
+            self._by_version["commits"] = got
+        return got[1]
 
     @property
     def latest_version(self) -> int | None:
@@ -133,24 +187,88 @@ class TableLog:
 
     def record(self, version: int) -> CommitRecord:
         if version not in self._records:
-            rows = self.commits.filter(pl.col("version") == version).to_dicts()
-            if not rows:
+            i = self._version_rows().get(version)
+            if i is None:
                 raise ForensicsError(ExitCode.NO_VERSION, f"version {version} is not in the retained log", version=version)
-            self._records[version] = record_from_row(rows[0])
+            self._records[version] = record_from_row(self.commits.row(i, named=True))
         return self._records[version]
 
     def records(self) -> list[CommitRecord]:
         return [record_from_row(r) for r in self.commits.to_dicts()]
 
     def actions_of(self, version: int) -> pl.DataFrame:
-        return self.actions.filter(pl.col("version") == version).sort("line")
+        return self._of("actions", version)
 
     def others_of(self, version: int) -> pl.DataFrame:
-        return self.others.filter(pl.col("version") == version).sort("line")
+        return self._of("others", version)
+
+    def _of(self, table: str, version: int) -> pl.DataFrame:
+        """Rows of one version: a zero-copy slice of the table sorted once (not a scan per call)."""
+        df: pl.DataFrame = getattr(self, table)
+        cached = self._by_version.get(table)
+        if cached is None or cached[0] is not df:
+            srt = df.sort(["version", "line"])
+            runs = srt.group_by("version", maintain_order=True).agg(pl.len().alias("n"))
+            spans, start = {}, 0
+            for v, n in runs.iter_rows():
+                spans[v] = (start, n)
+                start += n
+            cached = (df, srt, spans)
+            self._by_version[table] = cached
+        _, srt, spans = cached
+        lo, n = spans.get(version, (0, 0))
+        return srt.slice(lo, n)
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """Per-log memo for later stages (write sets, parsed rows): computed once per open."""
+        return self._derived
 
     def spark(self) -> Any:
         self.spark_started = True
         return self.spark_factory()
+
+
+def _get_actions(self: TableLog) -> pl.DataFrame:
+    if self._actions is None and self._actions_loader is not None:
+        loader, self._actions_loader = self._actions_loader, None
+        self._actions = loader()
+    return self._actions
+
+
+def _set_actions(self: TableLog, value: pl.DataFrame | None) -> None:
+    self._actions = value
+
+
+# `actions` stays a constructor argument and a plain attribute for callers; reading it may load
+# the cached Parquet on first use (a property installed after the dataclass is built).
+TableLog._actions = None  # type: ignore[attr-defined]
+TableLog.actions = property(_get_actions, _set_actions)  # type: ignore[assignment,method-assign]
+
+
+def _then_concat(first, more: pl.DataFrame):
+    """`first` (a frame or a loader of one) followed by `more`, still lazy when `first` is."""
+    if callable(first):
+        return lambda: pl.concat([first(), more], how="vertical_relaxed")
+    return pl.concat([first, more], how="vertical_relaxed")
+
+
+def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool) -> tuple[L.LogListing, Any]:
+    """List `_delta_log`, starting the JVM at the same time when Spark will surely be needed
+    (no cache to consult) and the log directory exists.
+
+    The JVM starts in this thread (its stderr goes to a log file meanwhile) and the listing in
+    a worker, so a listing error is only raised after the terminal's stderr is back.
+    """
+    table_uri = L.normalize_location(location)
+    local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
+    cached = use_cache and (table_cache_dir(table_uri) / "meta.json").exists()
+    if not local_log or cached:
+        return L.list_log(location), None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fut = pool.submit(L.list_log, location)
+        spark = spark_factory()
+        return fut.result(), spark
 
 
 # --------------------------------------------------------------------------------------
@@ -187,6 +305,7 @@ def _index(parsed: ParsedFiles, plan: dict[int, tuple[L.LogFile, str]], versions
     actions = pl.from_arrow(parsed.actions)
     others = pl.from_arrow(parsed.others)
     assert isinstance(actions, pl.DataFrame) and isinstance(others, pl.DataFrame)
+    actions, others = split_invalid_actions(actions, others)  # path-less / corrupt-line actions set aside
     mtimes = {v: f.mtime_ms for v, (f, _) in plan.items()}
     sources = {v: s for v, (_, s) in plan.items()}
     commits, _ = build_commit_index(versions, actions, others, mtimes, sources)
@@ -197,7 +316,9 @@ def _all_findings(log: TableLog, plan: dict[int, tuple[L.LogFile, str]]) -> list
     names = {v: f"_delta_log/{f.name}" for v, (f, _) in plan.items()}
     out = list(log.listing.findings)
     out += line_findings(log.others, names)
-    out += duplicate_findings(log.commits)
+    # A copied commit is named by the file of its later copy (duplicate_findings knows versions only).
+    out += [replace(f, file=names.get(f.version)) if f.file is None and f.version in names else f for f in duplicate_findings(log.commits)]
+    out += sanity_findings(log.others, names)
     cnt = log.others.filter(pl.col("kind") == "commitInfo").group_by("version").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
     for v, n in cnt.iter_rows():
         out.append(Finding("commit.multiple_commit_info", f"{n} commitInfo actions; the first is used", "warning", names.get(v), v))
@@ -279,11 +400,25 @@ def _load_cache(cache_dir: Path, table_uri: str):
         if meta.get("format") != CACHE_FORMAT or meta.get("location") != table_uri:
             return None
         commits = pl.read_parquet(cache_dir / "commits.parquet")
-        actions = pl.concat([pl.read_parquet(p) for p in sorted(cache_dir.glob("actions-*.parquet"))], how="vertical_relaxed")
         others = pl.concat([pl.read_parquet(p) for p in sorted(cache_dir.glob("others-*.parquet"))], how="vertical_relaxed")
-        return commits, actions, others, meta
+        action_parts = sorted(cache_dir.glob("actions-*.parquet"))
+        if not action_parts:
+            return None
+        return commits, _actions_loader(action_parts, table_uri), others, meta
     except Exception:  # noqa: BLE001 - a broken cache is rebuilt, never trusted
         return None
+
+
+def _actions_loader(parts: list[Path], table_uri: str) -> Callable[[], pl.DataFrame]:
+    """Read the cached file actions when first needed; a cache that vanished meanwhile is rebuilt."""
+
+    def load() -> pl.DataFrame:
+        try:
+            return pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
+        except Exception:  # noqa: BLE001 - removed or broken under us: read the log afresh
+            return TableLog.open(table_uri, use_cache=False).actions
+
+    return load
 
 
 def _cache_covers(cached, plan) -> bool:

@@ -1,0 +1,76 @@
+"""Run a command and sample the resident memory of its whole process tree (JVM included).
+
+/usr/bin/time reports the largest single process; a Spark run is a Python process plus a
+JVM child, so we sum RSS over the tree every 50 ms from /proc (Linux only, no psutil).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_rss_mb: float
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(p))
+    return kids
+
+
+def tree_rss_mb(root: int) -> float:
+    kids = _children()
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo.extend(kids.get(pid, []))
+        try:
+            with open(f"/proc/{pid}/statm") as fh:
+                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total / (1 << 20)
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, timeout: float = 600) -> Run:
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    peak = 0.0
+    out_chunks: list[bytes] = []
+    import threading
+
+    def drain(stream, sink):
+        for chunk in iter(lambda: stream.read(1 << 16), b""):
+            sink.append(chunk)
+
+    err_chunks: list[bytes] = []
+    threads = [threading.Thread(target=drain, args=(p.stdout, out_chunks)), threading.Thread(target=drain, args=(p.stderr, err_chunks))]
+    for th in threads:
+        th.start()
+    while p.poll() is None:
+        peak = max(peak, tree_rss_mb(p.pid))
+        if time.perf_counter() - t > timeout:
+            p.kill()
+            break
+        time.sleep(0.05)
+    p.wait()
+    for th in threads:
+        th.join()
+    return Run(time.perf_counter() - t, peak, p.returncode, b"".join(out_chunks), b"".join(err_chunks))
