@@ -357,3 +357,10 @@ def test_html_renders_in_headless_chromium(sample_logs, tmp_path, spark):
 
     assert count(COLORS["reordered"]) > 50
     assert count(COLORS["serial"]) > 50
+
+
+def test_cli_format_list_matches_the_writers():
+    from forensics.commands.export import FORMATS as CLI_FORMATS
+    from forensics.export import FORMATS
+
+    assert tuple(CLI_FORMATS) == tuple(FORMATS)

@@ -9,9 +9,12 @@ from forensics.commands._common import add_table_arguments, check_rules, open_ta
 from forensics.model import ISOLATION_LEVELS
 
 
-def add_parser(sub) -> None:
-    from forensics.export import FORMATS
+# Kept here (not imported from forensics.export) so building the CLI parser stays cheap;
+# tests/test_export.py checks it equals forensics.export.FORMATS.
+FORMATS = ("json", "csv", "parquet", "chrome-trace", "mermaid", "html")
 
+
+def add_parser(sub) -> None:
     p = sub.add_parser(
         "export",
         help="export the conflict timeline: json, csv, parquet (tidy tables), chrome-trace (Perfetto), mermaid, html report",

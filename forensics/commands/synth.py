@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 from forensics.exitcodes import ExitCode, ForensicsError
-from forensics.synth.generate import SynthConfig, synthesize
-from forensics.synth.sparkformat import DEFAULT_ENGINE, TableDirNotEmpty
+DEFAULT_ENGINE = "Apache-Spark/3.5.1 Delta-Lake/3.2.0"  # = forensics.synth.sparkformat.DEFAULT_ENGINE (kept cheap to import)
 
 
 def _share(text: str) -> float:
@@ -57,6 +56,9 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ForensicsError(ExitCode.USAGE, f"output directory {out} exists and is not empty", file=str(out))
+    from forensics.synth.generate import SynthConfig, synthesize
+    from forensics.synth.sparkformat import TableDirNotEmpty
+
     cfg = SynthConfig(
         commits=args.commits,
         partitions=args.partitions,
