@@ -11,6 +11,7 @@ file names, so their committed copies are the reference.
 """
 
 from __future__ import annotations
+from forensics.synth.mtimes import record as record_mtimes
 
 import argparse
 import shutil
@@ -77,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(target)  # only our own sample directory, recreated below
         target.mkdir(parents=True)
         inc = BUILDERS[name](target)
+        record_mtimes(target)  # git does not keep file times; evidence needs them (forensics/synth/mtimes.py)
         lines[name] = _line(inc)
         print(f"built {name}")
     body = "\n".join(lines[n] for n in BUILDERS if n in lines)

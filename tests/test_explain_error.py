@@ -138,16 +138,21 @@ def test_sample_merge_advice_rewrites_condition(spark, sample_logs):
     assert any("date = '2024-06-18'" in a for a in j["advice"]), j["advice"]
 
 
-def test_delta_rs_incident(spark, sample_logs):
+def test_delta_rs_incident(spark, sample_logs, tmp_path):
+    # A real incident's files keep the times the engine wrote them; a git checkout does not, so
+    # the sample's recorded mtimes are restored on a copy (forensics/synth/mtimes.py).
+    from forensics.synth.mtimes import restored_copy
+
     d = sample_logs / "f-delta-rs-aborted"
+    table = restored_copy(d, tmp_path / "table")
     attempts = json.loads((d / "attempts.json").read_text())
     first = attempts[0]
     col, val = first["partition"].split("=", 1)
     # the conflict came from the first commit after the stale handle's version that added data to its partition
-    commits = raw_commits(d / "table")
+    commits = raw_commits(table)
     expect = min(v for v, acts in commits.items() if v > first["handle_version"]
                  and any("add" in a and a["add"]["partitionValues"].get(col) == val for a in acts))
-    code, out = run_cli(["explain-error", str(d / "table"), "--error-file", str(d / "error.txt"), "--json", "-q"])
+    code, out = run_cli(["explain-error", str(table), "--error-file", str(d / "error.txt"), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
     assert j["family"] == "delta-rs" and j["exception"] == "ConcurrentAppendException"

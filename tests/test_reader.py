@@ -171,3 +171,20 @@ def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
     assert inc.record(last + 1).read_version == last
     fresh = TableLog.open(str(t), use_cache=False, spark_factory=factory)
     assert fresh.commits.sort("version").equals(inc.commits.sort("version"))
+
+
+def test_lazy_file_actions_are_safe_from_many_threads(sample_logs, spark):
+    """The TUI's workers read `log.actions` concurrently; none may see it missing."""
+    import threading
+
+    TableLog.open(str(sample_logs / "busy" / "table"))
+    for _ in range(5):
+        log = TableLog.open_cached(str(sample_logs / "busy" / "table"))
+        assert log is not None
+        seen: list[int | None] = []
+        threads = [threading.Thread(target=lambda: seen.append(None if log.actions is None else log.actions.height)) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(seen) == 8 and None not in seen and len(set(seen)) == 1

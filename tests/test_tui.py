@@ -356,7 +356,7 @@ async def test_conflict_matrix(cached):
         m = app.screen.matrix
         assert m.classes[:3] == ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE"]
         # the sample's DELETE (v3, read v1) ran against a blind INSERT (v2) and was reordered before it
-        assert m.cells[("UPDATE/DELETE/MERGE", "INSERT")] == {"reordered": 1}
+        assert m.cells[("UPDATE/DELETE/MERGE", "INSERT")] == {"reordered": 1}, app.replay_state
         total = sum(sum(c.values()) for c in m.cells.values())
         assert total == sum(app.rows.window_size(i) for i in range(len(app.rows.version)))
         shown = plain(app.screen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -229,10 +230,17 @@ class TableLog:
         return self.spark_factory()
 
 
+_ACTIONS_LOCK = threading.Lock()
+
+
 def _get_actions(self: TableLog) -> pl.DataFrame:
+    # The TUI's workers (replay, evidence, sets) touch `actions` from several threads at once:
+    # load under a lock so a second reader waits for the frame instead of seeing None.
     if self._actions is None and self._actions_loader is not None:
-        loader, self._actions_loader = self._actions_loader, None
-        self._actions = loader()
+        with _ACTIONS_LOCK:
+            if self._actions is None and self._actions_loader is not None:
+                self._actions = self._actions_loader()
+                self._actions_loader = None
     return self._actions
 
 
