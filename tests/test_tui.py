@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from forensics.log.table import TableLog
+from forensics.synth.mtimes import restore_in_place
 
 pytest.importorskip("textual")
 
@@ -56,6 +57,7 @@ def warm_cache(tmp_path_factory, sample_logs, spark):
     os.environ["DELTA_FORENSICS_CACHE_DIR"] = str(cache)
     try:
         for name in SAMPLES:
+            restore_in_place(sample_logs / name)  # a git checkout resets file times; evidence reads them
             TableLog.open(str(sample_logs / name / "table"), spark_factory=lambda: spark)
     finally:
         if old is None:

@@ -37,3 +37,21 @@ def restored_copy(sample_dir: Path, dest: Path) -> Path:
             if p.is_file() and not p.is_symlink() and dest.resolve() in p.resolve().parents:
                 os.utime(p, ns=(ms * 1_000_000, ms * 1_000_000))
     return dest
+
+
+def restore_in_place(sample_dir: Path) -> int:
+    """Give a checked-out sample its recorded file times (test fixtures: a git checkout resets them).
+
+    Only modification times change; no file content is written. Returns the number of files.
+    """
+    manifest = sample_dir / MANIFEST
+    if not manifest.exists():
+        return 0
+    table = (sample_dir / "table").resolve()
+    n = 0
+    for rel, ms in json.loads(manifest.read_text(encoding="utf-8")).items():
+        p = table / rel
+        if p.is_file() and not p.is_symlink() and table in p.resolve().parents:
+            os.utime(p, ns=(ms * 1_000_000, ms * 1_000_000))
+            n += 1
+    return n
