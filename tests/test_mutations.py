@@ -9,22 +9,17 @@ README's table, every diagnostic line names a file or a version, and the damage 
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import json
-import os
 import re
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from forensics.cli import main
 from forensics.log.listing import RE_CHECKPOINT_CLASSIC, RE_CHECKPOINT_MULTI, RE_CHECKPOINT_V2, RE_COMMIT, RE_COMPACTED
+from helpers import run_cli, tree_state
 
 
 DOCUMENTED_EXIT = {0, 1, 2, 3, 4, 5, 6, 7, 8}  # README "Exit codes" (70 = a bug)
@@ -33,28 +28,6 @@ ERROR_LINE = re.compile(r"^delta-forensics: error: .+ \[(?P<loc>[^\]]+)\]$")
 
 
 # Same as tests/test_readonly.py (kept here so each file runs on its own).
-def tree_state(root: Path) -> dict[str, tuple]:
-    """Everything that could change under `root`: entries, kinds, sizes, mtimes, contents, listings."""
-    out: dict[str, tuple] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        d = Path(dirpath)
-        st = os.lstat(d)
-        out[str(d.relative_to(root)) + "/"] = ("dir", st.st_mtime_ns, stat.S_IMODE(st.st_mode), tuple(sorted(dirnames + filenames)))
-        for name in filenames + [n for n in dirnames if os.path.islink(d / n)]:
-            p = d / name
-            st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                out[str(p.relative_to(root))] = ("link", os.readlink(p))
-            else:
-                out[str(p.relative_to(root))] = ("file", st.st_size, st.st_mtime_ns, stat.S_IMODE(st.st_mode), hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
 
 
 # --------------------------------------------------------------------------------------

@@ -9,19 +9,17 @@ inert: no raw control byte leaves the process, markup shows literally, JSON stay
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import io
 import json
 import os
 import re
-import stat
 import uuid
 from pathlib import Path
 
 import pytest
 
-from forensics.cli import command_modules, main
+from forensics.cli import command_modules
+from helpers import run_cli, tree_state
 
 MARKUP = "[bold red]M[/bold red]"
 LINK = "[link=https://evil.example]click[/link]"
@@ -122,28 +120,6 @@ def evil(tmp_path_factory):
 
 
 # Same as tests/test_readonly.py (kept here so each file runs on its own).
-def tree_state(root: Path) -> dict[str, tuple]:
-    """Everything that could change under `root`: entries, kinds, sizes, mtimes, contents, listings."""
-    out: dict[str, tuple] = {}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        d = Path(dirpath)
-        st = os.lstat(d)
-        out[str(d.relative_to(root)) + "/"] = ("dir", st.st_mtime_ns, stat.S_IMODE(st.st_mode), tuple(sorted(dirnames + filenames)))
-        for name in filenames + [n for n in dirnames if os.path.islink(d / n)]:
-            p = d / name
-            st = os.lstat(p)
-            if stat.S_ISLNK(st.st_mode):
-                out[str(p.relative_to(root))] = ("link", os.readlink(p))
-            else:
-                out[str(p.relative_to(root))] = ("file", st.st_size, st.st_mtime_ns, stat.S_IMODE(st.st_mode), hashlib.sha256(p.read_bytes()).hexdigest())
-    return out
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        rc = main(argv)
-    return rc, out.getvalue(), err.getvalue()
 
 
 def assert_inert(s: str, where) -> None:
