@@ -336,35 +336,30 @@ def from_expression(tree: exp.Expression, truncated: bool = False, key: SchemaKe
     )
 
 
-def split_and(tree: exp.Expression) -> list[exp.Expression]:
-    """Conjuncts left to right, iteratively (long AND chains are left-deep)."""
+def _split(tree: exp.Expression, kind: type[exp.Expression]) -> list[exp.Expression]:
+    """Operands of a chain of `kind` (AND / OR) left to right, iteratively (chains are left-deep)."""
     out: list[exp.Expression] = []
     stack = [tree]
     while stack:
         node = stack.pop()
         while isinstance(node, exp.Paren):
             node = node.this
-        if isinstance(node, exp.And):
+        if isinstance(node, kind):
             stack.append(node.expression)
             stack.append(node.this)
         else:
             out.append(node)
     return out
+
+
+def split_and(tree: exp.Expression) -> list[exp.Expression]:
+    """Conjuncts left to right."""
+    return _split(tree, exp.And)
 
 
 def split_or(tree: exp.Expression) -> list[exp.Expression]:
-    out: list[exp.Expression] = []
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        while isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.Or):
-            stack.append(node.expression)
-            stack.append(node.this)
-        else:
-            out.append(node)
-    return out
+    """Disjuncts left to right."""
+    return _split(tree, exp.Or)
 
 
 def conjuncts(p: ParsedPredicate) -> list[ParsedPredicate]:
