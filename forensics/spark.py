@@ -114,7 +114,7 @@ class _JvmStderrToFile:
         return False
 
 
-def _local_conf(builder: Any) -> Any:
+def _local_conf(builder: Any, java: JavaInfo) -> Any:
     return (
         builder.config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -129,12 +129,20 @@ def _local_conf(builder: Any) -> Any:
         .config("spark.driver.memory", os.environ.get("DELTA_FORENSICS_DRIVER_MEMORY", "2g"))
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.sql.jsonGenerator.ignoreNullFields", "false")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=error " + os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS))
+        .config("spark.driver.extraJavaOptions", driver_java_options(java))
         # Read local files as they are: Hadoop's checksumming FS rejects a file whose `.x.crc`
         # side file is stale, which is common in copied tables and says nothing about the log.
         .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         .config("spark.hadoop.fs.file.impl.disable.cache", "true")
     )
+
+
+def driver_java_options(java: JavaInfo) -> str:
+    """Our JVM flags plus the class-data archive's (forensics/jvm_archive.py)."""
+    from forensics.jvm_archive import plan
+
+    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)
+    return " ".join(o for o in ("-Dlog4j2.level=error", opts, plan(java.path, java.raw, opts).options) if o)
 
 
 def get_spark(master: str | None = None, remote: str | None = None) -> Any:
@@ -156,9 +164,9 @@ def get_spark(master: str | None = None, remote: str | None = None) -> Any:
                 raise ForensicsError(ExitCode.SPARK, f"cannot reach Spark Connect at {remote}: {_first_line(e)}") from e
             _session_key = key
             return _session
-        check_java()
+        java = check_java()
         builder = SparkSession.builder.appName("delta-forensics").master(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"))
-        builder = _local_conf(builder)
+        builder = _local_conf(builder, java)
         try:
             with _JvmStderrToFile(_spark_log_path()):
                 _session = builder.getOrCreate()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import Any, Iterable
 
@@ -62,6 +63,23 @@ def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> in
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")
+
+
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+
+
+def _escape(m: re.Match) -> str:
+    n = ord(m.group())
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
+def ascii_json(text: str) -> str:
+    """What `json.dumps(..., ensure_ascii=True)` does to non-ASCII characters, on finished JSON
+    text: C1 controls and bidi overrides in a log never reach the terminal raw."""
+    return _NON_ASCII.sub(_escape, text) if not text.isascii() else text
 
 
 def check_rules(name: str | None) -> None:

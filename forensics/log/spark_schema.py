@@ -142,24 +142,16 @@ ACTION_SCHEMA = StructType(
     ]
 )
 
+# Only the commitInfo fields the reader types in Spark (the index reads the rest from the
+# verbatim text; parsing fewer fields is cheaper on every commit).
 COMMIT_INFO_SCHEMA = StructType(
     [
-        _f("version", L),
         _f("inCommitTimestamp", L),
         _f("timestamp", L),
-        _f("userId", S),
-        _f("userName", S),
         _f("operation", S),
-        _f("operationParameters", SMAP),
-        _f("job", SMAP),
-        _f("notebook", SMAP),
-        _f("clusterId", S),
         _f("readVersion", L),
         _f("isolationLevel", S),
         _f("isBlindAppend", B),
-        _f("operationMetrics", SMAP),
-        _f("userMetadata", S),
-        _f("tags", SMAP),
         _f("engineInfo", S),
         _f("txnId", S),
     ]
