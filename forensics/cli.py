@@ -17,6 +17,7 @@ from typing import Sequence
 
 from forensics import __version__
 from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.gc_tuning import fewer_collections
 from forensics.paths import cache_root
 
 PROG = "delta-forensics"
@@ -60,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     try:
-        return int(args.func(args))
+        with fewer_collections():
+            return int(args.func(args))
     except ForensicsError as e:
         sys.stderr.write(f"{PROG}: error: {e.one_line()}\n")
         return int(e.code)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import polars as pl
 
 from forensics.exitcodes import ExitCode, ForensicsError
-from forensics.log.snapshot import file_action_from_row, state_actions, with_keys
+from forensics.log.file_actions import FileActionRows
+from forensics.log.snapshot import state_actions, with_keys
 from forensics.log.table import TableLog
 from forensics.model import FileAction, Finding
 
@@ -28,8 +30,8 @@ class FileLifetimes:
     findings: list[Finding]
     # files_at is called once per window (10k+ on a long log): the interval test is one
     # vectorised pass over two columns and each row becomes a FileAction at most once.
-    _blocks: dict[int, list[tuple[int, int, int]]] | None = field(default=None, repr=False)
-    _files: dict[int, FileAction] = field(default_factory=dict, repr=False)
+    _blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
+    _rows: FileActionRows | None = field(default=None, repr=False)
     _recent: dict[int, list[FileAction]] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -78,14 +80,14 @@ class FileLifetimes:
         if hit is not None:
             return list(hit)
         if self._blocks is None:
-            self._blocks = _block_index(self.frame["added"].to_list(), self.frame["removed"].to_list())
-        out = []
-        for i, a, r in self._blocks.get(version // BLOCK, ()):
-            if a <= version < r:
-                fa = self._files.get(i)
-                if fa is None:
-                    fa = self._files[i] = file_action_from_row(self.frame.row(i, named=True))
-                out.append(fa)
+            self._blocks = _block_index(self.frame["added"].to_numpy(), self.frame["removed"].to_numpy())
+            self._rows = FileActionRows(self.frame)
+        block = self._blocks.get(version // BLOCK)
+        out: list[FileAction] = []
+        if block is not None:
+            rows, added, removed = block
+            assert self._rows is not None
+            out = self._rows.take(rows[(added <= version) & (removed > version)])
         if len(self._recent) >= 8:  # a window asks twice (read set, then the checker)
             self._recent.pop(next(iter(self._recent)))
         self._recent[version] = out
@@ -98,16 +100,21 @@ class FileLifetimes:
 BLOCK = 256
 
 
-def _block_index(added: list[int], removed: list[int]) -> dict[int, list[tuple[int, int, int]]]:
-    """block number -> (row, added, removed) of every row whose interval overlaps the block."""
-    blocks: dict[int, list[tuple[int, int, int]]] = {}
-    last = max((r for r in removed if r < INF), default=0)
-    last = max(last, max(added, default=0)) // BLOCK
-    for i, (a, r) in enumerate(zip(added, removed)):
+def _block_index(added: np.ndarray, removed: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """block number -> (rows, added, removed) of every row whose interval overlaps the block,
+    as arrays: a query is then one vectorised comparison over its block."""
+    lists: dict[int, list[int]] = {}
+    finite = removed[removed < INF]
+    last = max(int(finite.max()) if finite.size else 0, int(added.max()) if added.size else 0) // BLOCK
+    for i, (a, r) in enumerate(zip(added.tolist(), removed.tolist())):
         hi = last if r >= INF else (r - 1) // BLOCK
         for b in range(a // BLOCK, hi + 1):
-            blocks.setdefault(b, []).append((i, a, r))
-    return blocks
+            lists.setdefault(b, []).append(i)
+    out = {}
+    for b, idx in lists.items():
+        rows = np.asarray(idx, dtype=np.int64)
+        out[b] = (rows, added[rows], removed[rows])
+    return out
 
 
 def _earliest_base(log: TableLog, upto: int) -> int | None:

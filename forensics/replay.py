@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.gc_tuning import fewer_collections
 from forensics.log.table import TableLog
 from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
 from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
@@ -284,6 +285,12 @@ def replay_table(
     state: StateIndex | None = None,
 ) -> ReplayReport:
     """Replay every window with a stale readVersion (R < V-1)."""
+    with fewer_collections():
+        return _replay_table(log, rules, isolation_level, versions, state)
+
+
+def _replay_table(log: TableLog, rules: str | None, isolation_level: str | None, versions: list[int] | None,
+                  state: StateIndex | None) -> ReplayReport:
     state = state or StateIndex(log)
     verdicts: dict[int, CommitVerdict] = {}
     not_concurrent = 0

@@ -15,7 +15,8 @@ from typing import Any
 import polars as pl
 
 from forensics.lifetimes import FileLifetimes
-from forensics.log.snapshot import file_action_from_row, metadata_from_json, protocol_from_json
+from forensics.log.file_actions import file_actions
+from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.table import TableLog
 from forensics.model import Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
 from forensics.predicates import (
@@ -217,8 +218,8 @@ def prefetch_write_sets(log: TableLog, versions: list[int]) -> None:
     files: dict[int, tuple[list, list, list]] = {v: ([], [], []) for v in want}
     slot = {"add": 0, "remove": 1, "cdc": 2}
     acts = log.actions.filter(pl.col("version").is_in(want)).sort(["version", "line"])
-    for r in acts.iter_rows(named=True):
-        files[r["version"]][slot[r["kind"]]].append(file_action_from_row(r))
+    for fa in file_actions(acts):
+        files[fa.version][slot[fa.kind]].append(fa)
     mds: dict[int, Metadata | None] = {}
     prs: dict[int, Protocol | None] = {}
     oth = log.others.filter(pl.col("version").is_in(want) & pl.col("kind").is_in(["metaData", "protocol"])).sort(["version", "line"])
@@ -252,8 +253,7 @@ def _make_write_set(rec: CommitRecord, adds, removes, cdc, md, pr) -> WriteSet:
 def _write_set(log: TableLog, rec: CommitRecord) -> WriteSet:
     acts = log.actions_of(rec.version)
     adds, removes, cdc = [], [], []
-    for r in acts.iter_rows(named=True):
-        fa = file_action_from_row(r)
+    for fa in file_actions(acts):
         {"add": adds, "remove": removes, "cdc": cdc}[fa.kind].append(fa)
     md = pr = None
     for r in log.others_of(rec.version).iter_rows(named=True):

@@ -65,7 +65,9 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# Like json.dumps(ensure_ascii=True): everything past "~" (DEL, C1 controls, bidi overrides, any
+# non-ASCII) becomes \uXXXX; JSON encoders already escape the C0 controls.
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
 
 
 def _escape(m: re.Match) -> str:
@@ -79,7 +81,7 @@ def _escape(m: re.Match) -> str:
 def ascii_json(text: str) -> str:
     """What `json.dumps(..., ensure_ascii=True)` does to non-ASCII characters, on finished JSON
     text: C1 controls and bidi overrides in a log never reach the terminal raw."""
-    return _NON_ASCII.sub(_escape, text) if not text.isascii() else text
+    return _NON_ASCII.sub(_escape, text)
 
 
 def check_rules(name: str | None) -> None:
