@@ -29,6 +29,12 @@ def shared_dir() -> Path:
     return SHARED
 
 
+# The test session's JVM and every CLI subprocess use the JVM class-data archive when one
+# exists (`make test` builds it first, forensics/jvm_archive.py) but never write one: a
+# session-long JVM would record every class of the run and dump them all at exit.
+os.environ.setdefault("DELTA_FORENSICS_JVM_ARCHIVE", "use")
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of this test run (local[2], UI off, few shuffle partitions)."""

@@ -1,0 +1,69 @@
+"""The JVM class-data archive: written by a first run, used by the next, never a byte on stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from forensics import jvm_archive
+from forensics.spark import JVM_OPTS, find_java
+
+
+def _history(table: str, env: dict) -> dict:
+    p = subprocess.run(
+        [sys.executable, "-m", "forensics", "history", table, "--json", "-q", "--no-cache"],
+        capture_output=True, env=env, timeout=600,
+    )
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    # The whole of stdout is one JSON document: the JVM's archive dump at exit (which happens
+    # after Python has gone, on the same stdout) must not add a byte to it.
+    return json.loads(p.stdout.decode())
+
+
+@pytest.mark.skipif(find_java().major is None or find_java().major < 17, reason="needs Java 17+")
+def test_first_run_writes_the_archive_and_the_next_uses_it(tmp_path, sample_logs, monkeypatch):
+    table = str(sample_logs / "quickstart" / "table")
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE_DIR", str(tmp_path / "jvm"))
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE", "auto")
+    java, opts = find_java(), os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)
+    final, part, _lock = jvm_archive._paths(jvm_archive.archive_key(java.path, java.raw, opts))
+
+    first = _history(table, dict(os.environ))  # no archive yet: this run's JVM writes one at exit
+    deadline, last = time.time() + 120, -1
+    while time.time() < deadline:  # the dump runs after the Python process has exited
+        size = part.stat().st_size if part.exists() else -1
+        if size > 0 and size == last:
+            break
+        last = size
+        time.sleep(2)
+    assert part.exists(), "the first run wrote no archive"
+    jvm_archive._finish(part, final)
+    assert jvm_archive.plan(java.path, java.raw, opts).mode == "use" and final.stat().st_size > (1 << 20)
+
+    second = _history(table, dict(os.environ))  # this JVM maps the archive
+    assert second == first and len(second) == 20
+
+
+def test_off_means_no_archive_options(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE_DIR", str(tmp_path))
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE", "off")
+    assert jvm_archive.plan("/usr/bin/java", "17", JVM_OPTS).options == ""
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE", "use")
+    assert jvm_archive.plan("/usr/bin/java", "17", JVM_OPTS).mode == "off"  # none there yet, and "use" never writes
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_truncated_dump_is_dropped_not_used(monkeypatch, tmp_path):
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE_DIR", str(tmp_path))
+    monkeypatch.setenv("DELTA_FORENSICS_JVM_ARCHIVE", "auto")
+    final, part, _lock = jvm_archive._paths(jvm_archive.archive_key("/usr/bin/java", "17", JVM_OPTS))
+    part.write_bytes(b"\x00" * 4096)  # not an archive: wrong magic, too short
+    old = time.time() - 3600
+    os.utime(part, (old, old))
+    plan = jvm_archive.plan("/usr/bin/java", "17", JVM_OPTS)
+    assert not final.exists() and plan.mode == "create"  # dropped, and this start writes a new one
