@@ -345,8 +345,12 @@ def _split(tbl: pa.Table) -> tuple[pa.Table, pa.Table]:
     return act, oth
 
 
-def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint) -> ParsedFiles:
-    """Read a classic, multi-part or V2 checkpoint (and its sidecars) into the same two tables."""
+def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: bool = True) -> ParsedFiles:
+    """Read a classic, multi-part or V2 checkpoint (and its sidecars) into the same two tables.
+
+    stats=False leaves `stats` null and never reads add.stats from Parquet (most of a large
+    checkpoint's bytes): for callers that need no statistics, e.g. `snapshot --json`.
+    """
     from forensics.log.spark_schema import CHECKPOINT_SCHEMA
 
     findings: list[Finding] = []
@@ -357,7 +361,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint) -> ParsedFi
             act, oth = base.actions, base.others
         else:
             df = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*[f.uri for f in parts])
-            act, oth = _checkpoint_tables(df, cp.version)
+            act, oth = _checkpoint_tables(df, cp.version, stats=stats)
     except ForensicsError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -391,54 +395,73 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint) -> ParsedFi
                 raise ForensicsError(
                     ExitCode.UNREADABLE, f"sidecar could not be read: {error_summary(e)}", version=cp.version
                 ) from e
-            sact, soth = _checkpoint_tables(sdf, cp.version)
+            sact, soth = _checkpoint_tables(sdf, cp.version, stats=stats)
             act = pa.concat_tables([act, sact])
             oth = pa.concat_tables([oth, soth])
     return ParsedFiles(act, oth, findings)
 
 
-def _checkpoint_tables(df, version: int) -> tuple[pa.Table, pa.Table]:
+def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Table, pa.Table]:
     import pyspark.sql.functions as F
 
     line = F.lit(-1).cast("long")
     v = F.lit(version).cast("long")
-    add = df.where(F.col("add").isNotNull()).select(
-        v.alias("version"),
-        line.alias("line"),
-        F.lit("add").alias("kind"),
-        F.col("add.path").alias("path"),
-        F.to_json("add.partitionValues").alias("partition_values"),
-        F.col("add.size").alias("size"),
-        F.col("add.modificationTime").alias("modification_time"),
-        F.col("add.dataChange").alias("data_change"),
-        F.col("add.stats").alias("stats"),
-        F.to_json("add.tags").alias("tags"),
-        F.col("add.deletionVector.storageType").alias("dv_storage_type"),
-        F.col("add.deletionVector.pathOrInlineDv").alias("dv_path"),
-        F.col("add.deletionVector.offset").alias("dv_offset"),
-        F.col("add.deletionVector.sizeInBytes").alias("dv_size"),
-        F.col("add.deletionVector.cardinality").alias("dv_cardinality"),
-        F.lit(None).cast("long").alias("deletion_timestamp"),
-        F.col("add.baseRowId").alias("base_row_id"),
+    schema = arrow_schema(ACTION_COLUMNS)
+
+    def file_actions(kind: str, cols: dict[str, Any], consts: dict[str, Any]) -> pa.Table:
+        # Constant columns are filled in here rather than shipped from the JVM: on a 1M-add
+        # checkpoint they were ~20% of the collected Arrow and of the heap the collect grows.
+        got = _collect(df.where(F.col(kind).isNotNull()).select(*[c.alias(n) for n, c in cols.items()]), list(cols))
+        n = got.num_rows
+        if not n:
+            return schema.empty_table()
+        out = []
+        for name in ACTION_COLUMNS:
+            typ = schema.field(name).type
+            if name in cols:
+                out.append(got.column(name).cast(typ))
+            else:
+                const = consts.get(name)
+                arr = pa.nulls(n, typ) if const is None else pa.repeat(pa.scalar(const, typ), n)
+                out.append(pa.chunked_array([arr], typ))
+        return pa.Table.from_arrays(out, schema=schema)
+
+    add = file_actions(
+        "add",
+        {
+            "path": F.col("add.path"),
+            "partition_values": F.to_json("add.partitionValues"),
+            "size": F.col("add.size"),
+            "modification_time": F.col("add.modificationTime"),
+            "data_change": F.col("add.dataChange"),
+            **({"stats": F.col("add.stats")} if stats else {}),  # else pruned from the scan
+            "tags": F.to_json("add.tags"),
+            "dv_storage_type": F.col("add.deletionVector.storageType"),
+            "dv_path": F.col("add.deletionVector.pathOrInlineDv"),
+            "dv_offset": F.col("add.deletionVector.offset"),
+            "dv_size": F.col("add.deletionVector.sizeInBytes"),
+            "dv_cardinality": F.col("add.deletionVector.cardinality"),
+            "base_row_id": F.col("add.baseRowId"),
+        },
+        {"version": version, "line": -1, "kind": "add"},
     )
-    rem = df.where(F.col("remove").isNotNull()).select(
-        v.alias("version"),
-        line.alias("line"),
-        F.lit("remove").alias("kind"),
-        F.col("remove.path").alias("path"),
-        F.to_json("remove.partitionValues").alias("partition_values"),
-        F.col("remove.size").alias("size"),
-        F.lit(None).cast("long").alias("modification_time"),
-        F.col("remove.dataChange").alias("data_change"),
-        F.lit(None).cast("string").alias("stats"),
-        F.to_json("remove.tags").alias("tags"),
-        F.col("remove.deletionVector.storageType").alias("dv_storage_type"),
-        F.col("remove.deletionVector.pathOrInlineDv").alias("dv_path"),
-        F.col("remove.deletionVector.offset").alias("dv_offset"),
-        F.col("remove.deletionVector.sizeInBytes").alias("dv_size"),
-        F.col("remove.deletionVector.cardinality").alias("dv_cardinality"),
-        F.col("remove.deletionTimestamp").alias("deletion_timestamp"),
-        F.col("remove.baseRowId").alias("base_row_id"),
+    rem = file_actions(
+        "remove",
+        {
+            "path": F.col("remove.path"),
+            "partition_values": F.to_json("remove.partitionValues"),
+            "size": F.col("remove.size"),
+            "data_change": F.col("remove.dataChange"),
+            "tags": F.to_json("remove.tags"),
+            "dv_storage_type": F.col("remove.deletionVector.storageType"),
+            "dv_path": F.col("remove.deletionVector.pathOrInlineDv"),
+            "dv_offset": F.col("remove.deletionVector.offset"),
+            "dv_size": F.col("remove.deletionVector.sizeInBytes"),
+            "dv_cardinality": F.col("remove.deletionVector.cardinality"),
+            "deletion_timestamp": F.col("remove.deletionTimestamp"),
+            "base_row_id": F.col("remove.baseRowId"),
+        },
+        {"version": version, "line": -1, "kind": "remove"},
     )
     kind = (
         F.when(F.col("metaData").isNotNull(), F.lit("metaData"))
@@ -473,7 +496,7 @@ def _checkpoint_tables(df, version: int) -> tuple[pa.Table, pa.Table]:
             ]
         )
     )
-    return _to_arrow(add.unionByName(rem), ACTION_COLUMNS), _to_arrow(oth, OTHER_COLUMNS)
+    return pa.concat_tables([add, rem]), _to_arrow(oth, OTHER_COLUMNS)
 
 
 _OTHER_TYPES = {

@@ -8,6 +8,7 @@ Checkpoints are read with Spark once and then kept in the table's cache director
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -62,20 +63,29 @@ def with_keys(actions: pl.DataFrame, table_uri: str) -> pl.DataFrame:
 # --------------------------------------------------------------------------------------
 
 
-def checkpoint_tables(log: TableLog, cp: Checkpoint) -> tuple[pl.DataFrame, pl.DataFrame, list[Finding]]:
-    """The checkpoint's file actions and other actions, from the cache or read with Spark."""
+def checkpoint_tables(
+    log: TableLog, cp: Checkpoint, *, stats: bool = True
+) -> tuple[pl.DataFrame, pl.DataFrame, list[Finding]]:
+    """The checkpoint's file actions and other actions, from the cache or read with Spark.
+
+    stats=False may leave `stats` null (a 1M-file checkpoint's stats are most of its bytes).
+    A stats-less read is cached under its own key so it never stands in for a full one.
+    """
     tag = f"{cp.version}-{cp.kind}-{len(cp.files)}-{cp.files[0].size}-{cp.files[0].mtime_ms}"
     cdir: Path | None = log.cache_dir
     if cdir is not None:
-        a_p, o_p = cdir / f"checkpoint-{tag}-actions.parquet", cdir / f"checkpoint-{tag}-others.parquet"
-        if a_p.exists() and o_p.exists():
-            try:
-                return pl.read_parquet(a_p), pl.read_parquet(o_p), []
-            except Exception:  # noqa: BLE001 - rebuild a broken cache entry
-                pass
+        a_full, o_p = cdir / f"checkpoint-{tag}-actions.parquet", cdir / f"checkpoint-{tag}-others.parquet"
+        a_bare = cdir / f"checkpoint-{tag}-nostats-actions.parquet"
+        for a_c in ([a_full] if stats else [a_bare, a_full]):
+            if a_c.exists() and o_p.exists():
+                try:
+                    return _read_cached_actions(a_c, stats), pl.read_parquet(o_p), []
+                except Exception:  # noqa: BLE001 - rebuild a broken cache entry
+                    pass
+        a_p = a_full if stats else a_bare
     spark = log.spark()  # no Java / Spark failing to start is not the checkpoint's fault: raised as is
     try:
-        parsed = read_checkpoint(spark, log.listing, cp)
+        parsed = read_checkpoint(spark, log.listing, cp, stats=stats)
     except Exception as e:  # noqa: BLE001 - e.g. a corrupt sidecar only fails when collected
         from forensics.spark import error_summary
 
@@ -95,8 +105,10 @@ def checkpoint_tables(log: TableLog, cp: Checkpoint) -> tuple[pl.DataFrame, pl.D
         )
         err.finding_code = "checkpoint.sidecar_missing"  # type: ignore[attr-defined]
         raise err
+    found = parsed.findings
     acts = pl.from_arrow(parsed.actions)
     oth = pl.from_arrow(parsed.others)
+    del parsed  # the Arrow copy: not held while the caller replays (1M rows: ~150 MB)
     assert isinstance(acts, pl.DataFrame) and isinstance(oth, pl.DataFrame)
     bad = oth.filter(pl.col("kind") == "corrupt")
     if bad.height:
@@ -115,7 +127,16 @@ def checkpoint_tables(log: TableLog, cp: Checkpoint) -> tuple[pl.DataFrame, pl.D
             oth.write_parquet(o_p)
         except OSError:
             pass
-    return acts, oth, parsed.findings
+    return acts, oth, found
+
+
+def _read_cached_actions(path: Path, stats: bool) -> pl.DataFrame:
+    """A cached actions table; without stats when not wanted (skips reading them from disk)."""
+    if stats:
+        return pl.read_parquet(path)
+    names = pl.read_parquet_schema(path)
+    df = pl.read_parquet(path, columns=[c for c in names if c != "stats"])
+    return df.with_columns(pl.lit(None, dtype=pl.Utf8).alias("stats")).select(list(names))
 
 
 def choose_base(have: set[int], checkpoints: list[Checkpoint], version: int) -> tuple[Checkpoint | None, str]:
@@ -143,10 +164,11 @@ def _short(vs: list[int]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def state_actions(log: TableLog, version: int, findings: list[Finding] | None = None):
+def state_actions(log: TableLog, version: int, findings: list[Finding] | None = None, *, stats: bool = True):
     """(file actions, other actions, base checkpoint) up to `version`, in log order.
 
     A checkpoint that cannot be read is reported and the next older base is tried.
+    stats=False: the checkpoint's rows may come without `stats` (see checkpoint_tables).
     """
     tried: set[int] = set()
     broken: list[ForensicsError] = []
@@ -171,7 +193,7 @@ def state_actions(log: TableLog, version: int, findings: list[Finding] | None = 
             o = log.others.filter(pl.col("version") <= version)
             return a, o, None
         try:
-            ca, co, f = checkpoint_tables(log, cp)
+            ca, co, f = checkpoint_tables(log, cp, stats=stats)
         except ForensicsError as e:
             if e.code != ExitCode.UNREADABLE:
                 raise  # no Java, no Spark at all: not the checkpoint's fault
@@ -189,15 +211,47 @@ def state_actions(log: TableLog, version: int, findings: list[Finding] | None = 
 
 
 def active_files(actions: pl.DataFrame, table_uri: str) -> pl.DataFrame:
-    """Rows of the adds that are active after replaying `actions` (which must be <= the version)."""
+    """Rows of the adds that are active after replaying `actions` (which must be <= the version).
+
+    Sorted by (key, version, line), the last row of each key decides; rows come out by path
+    (then DV id). A sort of the keys and one gather of whole rows: grouping every column of
+    a 1M-row checkpoint cost seconds and ~400 MB more.
+    """
     if actions.height == 0:
         return actions.with_columns(pl.lit(None, dtype=pl.Utf8).alias("cpath"), pl.lit(None, dtype=pl.Utf8).alias("dv_id"))
     keyed = with_keys(actions.filter(pl.col("kind").is_in(["add", "remove"])), table_uri)
-    last = keyed.sort(["version", "line"]).group_by(["cpath", "dv_id"], maintain_order=True).last()
-    return last.filter(pl.col("kind") == "add").sort(["cpath"])
+    order = keyed.select(pl.arg_sort_by(["cpath", "dv_id", "version", "line"], maintain_order=True)).to_series()
+    cp, dv = pl.col("cpath"), pl.col("dv_id")
+    last_of_key = ~(cp.eq_missing(cp.shift(-1)) & dv.eq_missing(dv.shift(-1)))
+    keep = keyed.select("cpath", "dv_id", "kind")[order].select(last_of_key & (pl.col("kind") == "add")).to_series()
+    cols = ["cpath", "dv_id", *(c for c in keyed.columns if c not in ("cpath", "dv_id"))]
+    # Columns null throughout (stats left out, no DVs, no tags) are rebuilt, not gathered:
+    # a gathered string column costs 16 bytes a row even when every row is null.
+    empty = [c for c in cols if keyed[c].null_count() == keyed.height]
+    out = keyed.select([c for c in cols if c not in empty])[order.filter(keep)]
+    return out.with_columns(pl.lit(None, dtype=keyed.schema[c]).alias(c) for c in empty).select(cols)
 
 
-def snapshot(log: TableLog, version: int | None = None) -> tuple[Snapshot, list[Finding]]:
+@dataclass(frozen=True)
+class SnapshotFrame:
+    """`Snapshot` with its active files left as a frame (one row per file, sorted by path).
+
+    For callers that go on column-wise (`snapshot --json` on a 1M-file table): building a
+    FileAction per row costs seconds and hundreds of MB they would not use.
+    """
+
+    version: int
+    files: pl.DataFrame  # rows of `active_files`: the action columns plus cpath, dv_id
+    protocol: Protocol | None
+    metadata: Metadata | None
+    app_transactions: dict[str, int]
+    domain_metadata: dict[str, str]
+    base_checkpoint: int | None
+    has_stats: bool  # False: `stats` may be null although the log has them
+
+
+def snapshot_frame(log: TableLog, version: int | None = None, *, stats: bool = True) -> tuple[SnapshotFrame, list[Finding]]:
+    """Table state at `version` (default latest), files as a frame; stats=False may skip stats."""
     if version is None:
         version = log.latest_version
         if version is None:
@@ -207,27 +261,43 @@ def snapshot(log: TableLog, version: int | None = None) -> tuple[Snapshot, list[
         raise ForensicsError(ExitCode.NO_VERSION, f"version {version} does not exist", version=version)
     if log.latest_version is not None and version > log.latest_version:
         raise ForensicsError(ExitCode.NO_VERSION, f"version {version} is newer than the latest version {log.latest_version}", version=version)
-    acts, oth, base = state_actions(log, version, findings)
+    acts, oth, base = state_actions(log, version, findings, stats=stats)
     files_df = active_files(acts, log.location)
+    del acts
     protocol, metadata, txns, domains = _table_state(oth)
     if metadata is None:
         findings.append(Finding("snapshot.no_metadata", "no metaData action at or before this version", "error", None, version))
     if protocol is None:
         findings.append(Finding("snapshot.no_protocol", "no protocol action at or before this version", "error", None, version))
-    files = [file_action_from_row(r) for r in files_df.iter_rows(named=True)]
-    findings.extend(_crc_check(log, version, len(files)))
-    return (
-        Snapshot(
-            version=version,
-            files=files,
-            protocol=protocol,
-            metadata=metadata,
-            app_transactions=txns,
-            domain_metadata=domains,
-            base_checkpoint=base,
-        ),
-        findings,
+    findings.extend(_crc_check(log, version, files_df.height))
+    frame = SnapshotFrame(
+        version=version,
+        files=files_df,
+        protocol=protocol,
+        metadata=metadata,
+        app_transactions=txns,
+        domain_metadata=domains,
+        base_checkpoint=base,
+        has_stats=stats,
     )
+    return frame, findings
+
+
+def snapshot(log: TableLog, version: int | None = None) -> tuple[Snapshot, list[Finding]]:
+    """Table state at `version` (default latest) with every active file as a FileAction."""
+    from forensics.log.file_actions import file_actions
+
+    frame, findings = snapshot_frame(log, version)
+    snap = Snapshot(
+        version=frame.version,
+        files=file_actions(frame.files),
+        protocol=frame.protocol,
+        metadata=frame.metadata,
+        app_transactions=frame.app_transactions,
+        domain_metadata=frame.domain_metadata,
+        base_checkpoint=frame.base_checkpoint,
+    )
+    return snap, findings
 
 
 def _table_state(oth: pl.DataFrame):
