@@ -56,7 +56,7 @@ def archive_dir() -> Path:
 
 
 def archive_key(java_path: str | None, java_version: str, jvm_options: str) -> str:
-    """Java binary and version, pyspark's jars and our JVM options: any change, a new archive."""
+    """Java binary and version, pyspark's jars (where and which) and our JVM options: any change, a new archive."""
     h = hashlib.sha256()
     for part in (java_path or "", java_version, jvm_options, sys.version.split()[0]):
         h.update(part.encode("utf-8", "replace") + b"\0")
@@ -64,7 +64,9 @@ def archive_key(java_path: str | None, java_version: str, jvm_options: str) -> s
         import pyspark
 
         jars = Path(pyspark.__file__).parent / "jars"
-        h.update(pyspark.__version__.encode())
+        # The JVM checks the archive against the class path itself: another installation of
+        # the same release (another virtualenv) needs its own archive.
+        h.update(f"{pyspark.__version__}\0{jars.resolve()}\0".encode())
         for e in sorted(os.scandir(jars), key=lambda e: e.name):
             h.update(f"{e.name}:{e.stat().st_size}\0".encode())
     except (ImportError, OSError):
