@@ -105,11 +105,27 @@ def plan(java_path: str | None, java_version: str, jvm_options: str) -> ArchiveP
         if lock.exists() and now - lock.stat().st_mtime < _LOCK_S:
             return ArchivePlan("off", None, "")  # another process is writing it
         final.parent.mkdir(parents=True, exist_ok=True)
+        _prune(final.parent, now)
         lock.write_text(str(os.getpid()))
         part.unlink(missing_ok=True)
         return ArchivePlan("create", part, f"{_QUIET} -XX:ArchiveClassesAtExit={part}")
     except OSError:
         return ArchivePlan("off", None, "")  # an unwritable cache costs speed, never a run
+
+
+# Archives of installations not started for this long are removed when a new one is made
+# (each is ~160 MB; every pyspark upgrade or virtualenv makes another).
+_UNUSED_S = 30 * 24 * 3600
+
+
+def _prune(d: Path, now: float) -> None:
+    for p in d.glob("spark-*.jsa"):
+        try:
+            st = p.stat()
+            if now - max(st.st_atime, st.st_mtime) > _UNUSED_S:
+                p.unlink()
+        except OSError:
+            pass
 
 
 def _finish(part: Path, final: Path) -> None:
