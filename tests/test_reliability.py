@@ -427,6 +427,13 @@ def test_paths_leading_outside_the_root_are_never_followed(sample_logs, tmp_path
 ALLOWED: dict[tuple[str, str], str] = {
     ("forensics/log/reader.py", "expr"): "F.expr on a constant string (json_object_keys): no log text reaches it",
 }
+# SQL text this code builds itself, only from its own literals: module constants, or functions
+# that take no arguments (so no log text can be passed in; test_static_sql_takes_no_input).
+STATIC_SQL: dict[tuple[str, str], str] = {
+    ("forensics/log/reader.py", "_OKIND_SQL"): "which action a line holds: CASE over literal action names",
+    ("forensics/log/reader.py", "_unknown_sql"): "top-level keys that are no known action: literal names",
+    ("forensics/log/reader.py", "_rows_sql"): "the per-line projection: literal field names and types",
+}
 DANGEROUS_NAMES = {"eval", "exec", "compile", "__import__", "execfile"}
 DANGEROUS_ATTRS = {"sql", "expr", "selectExpr", "system", "popen", "loads_pickle"}
 DANGEROUS_MODULES = {"pickle", "cPickle", "dill", "marshal", "shelve", "cloudpickle"}
@@ -457,7 +464,7 @@ def scan_for_code_execution(paths: list[Path], root: Path) -> list[str]:
                 # sqlglot renders an expression with .sql(dialect=...): printing, not executing.
                 if f.attr == "sql" and any(k.arg == "dialect" for k in node.keywords) and not node.args:
                     continue
-                const = all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args)
+                const = all(isinstance(a, ast.Constant) and isinstance(a.value, str) or _static_sql(rel, a) for a in node.args)
                 if (rel, f.attr) in ALLOWED and const:
                     continue
                 bad.append(f"{rel}:{node.lineno}: .{f.attr}(" + ("" if const else " with a non-constant argument"))
@@ -465,6 +472,25 @@ def scan_for_code_execution(paths: list[Path], root: Path) -> list[str]:
                 if any(k.arg == "shell" and isinstance(k.value, ast.Constant) and k.value.value for k in node.keywords):
                     bad.append(f"{rel}:{node.lineno}: subprocess with shell=True")
     return bad
+
+
+def _static_sql(rel: str, a: ast.expr) -> bool:
+    if isinstance(a, ast.Name):
+        return (rel, a.id) in STATIC_SQL
+    return isinstance(a, ast.Call) and not a.args and not a.keywords and isinstance(a.func, ast.Name) and (rel, a.func.id) in STATIC_SQL
+
+
+def test_static_sql_takes_no_input():
+    """What STATIC_SQL names is a constant assigned from literals and helpers, or a function
+    without parameters: nothing from a log can reach the SQL it returns."""
+    for (rel, name), _why in STATIC_SQL.items():
+        tree = ast.parse((REPO / rel).read_text())
+        defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+        assigns = [n for n in tree.body if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+        assert len(defs) + len(assigns) == 1, (rel, name)
+        for d in defs:
+            a = d.args
+            assert not (a.args or a.posonlyargs or a.kwonlyargs or a.vararg or a.kwarg), f"{name} takes arguments"
 
 
 def test_no_eval_exec_pickle_or_sql_from_strings():

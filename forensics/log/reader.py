@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -98,7 +99,7 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
         return ParsedFiles(_empty(ACTION_COLUMNS), _empty(OTHER_COLUMNS))
     versions = source_version or {f.uri: _version_of(f.name) for f in files}
     try:
-        with _interpreted_if_small(spark, len(files)):
+        with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
             tbl = _parse_and_collect(spark, files, versions)
     except Exception as e:  # noqa: BLE001 - Spark is lazy: read errors surface at collection
         raise ForensicsError(ExitCode.SPARK, f"Spark could not read the commit files: {error_summary(e)}") from e
@@ -129,17 +130,19 @@ def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str,
     return tbl
 
 
-# Below this many files a read is small (an incremental refresh, a short log): Spark's code
-# generation (Janino compiling the plan) then costs more than it saves, so the expressions are
-# interpreted. +100 commits in a fresh JVM: 7.1 s -> 6.2 s.
+# A small read (an incremental refresh, a short log) is interpreted: Spark's code generation
+# (Janino compiling the plan) then costs more than it saves (+100 commits in a fresh JVM:
+# 7.1 s -> 6.2 s). Only when the bytes are few too: interpreted evaluation of one 127 MB commit
+# (a million adds) ran out of the 2 GB driver heap where generated code did not.
 SMALL_READ_FILES = 2000
+SMALL_READ_BYTES = 8 << 20
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
 @contextmanager
-def _interpreted_if_small(spark: Any, n_files: int):
+def _interpreted_if_small(spark: Any, n_files: int, n_bytes: int):
     saved: dict[str, str | None] = {}
-    if n_files < SMALL_READ_FILES:
+    if n_files < SMALL_READ_FILES and n_bytes < SMALL_READ_BYTES:
         for k, v in _INTERPRETED.items():
             try:
                 saved[k] = spark.conf.get(k, None)
@@ -268,6 +271,7 @@ _OKIND_SQL = (
 )
 
 
+@lru_cache(maxsize=1)
 def _unknown_sql() -> str:
     from forensics.log.spark_schema import KNOWN_ACTIONS
 
@@ -330,10 +334,16 @@ def _rows(parsed):
         F.expr(_unknown_sql()).alias("unknown_arr"),
         F.expr(_OKIND_SQL).alias("okind"),
     )
+    return with_other.select(F.expr(_rows_sql())).where(F.col("_t").isNotNull())
+
+
+@lru_cache(maxsize=1)
+def _rows_sql() -> str:
+    """One row per file action and other action of a line. `inline` of the plain array, then a
+    filter on the discriminator: a lambda `filter(...)` inside the generator has no code
+    generation and made this step ~2x slower."""
     arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql()])
-    # `inline` of the plain array, then a filter on the discriminator: a lambda `filter(...)`
-    # inside the generator has no code generation and made this step ~2x slower.
-    return with_other.select(F.expr(f"inline(array({arr}))")).where(F.col("_t").isNotNull())
+    return f"inline(array({arr}))"
 
 
 def _split(tbl: pa.Table) -> tuple[pa.Table, pa.Table]:
