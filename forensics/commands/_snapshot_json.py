@@ -45,7 +45,7 @@ def _json_column(s: pl.Series) -> pl.Series:
 
 
 def _partition_values(text: str | None) -> Any:
-    """partitionValues as `file_action_from_row` decodes them (bad JSON counts as none)."""
+    """partitionValues as `forensics.log.file_actions` decodes them (bad JSON counts as none)."""
     if not text:
         return {}
     try:

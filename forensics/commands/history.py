@@ -20,47 +20,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def history_rows(commits: pl.DataFrame, start: int | None = None, end: int | None = None) -> list[dict[str, Any]]:
-    """The `history --json` objects (README: JSON contract)."""
-    df = commits
-    if start is not None:
-        df = df.filter(pl.col("version") >= start)
-    if end is not None:
-        df = df.filter(pl.col("version") <= end)
-    out = []
-    for r in df.sort("version").iter_rows(named=True):
-        out.append(
-            {
-                "version": r["version"],
-                "timestamp": r["timestamp"],
-                "inCommitTimestamp": r["in_commit_timestamp"],
-                "operation": r["operation"],
-                "operationParameters": _loads(r["operation_parameters"]) if r["has_commit_info"] else None,
-                "readVersion": r["read_version"],
-                "isolationLevel": r["isolation_level"],
-                "isBlindAppend": r["is_blind_append"],
-                "txnId": r["txn_id"],
-                "engineInfo": r["engine_info"],
-                "userName": r["user_name"],
-                "userId": r["user_id"],
-                "job": _loads(r["job"]),
-                "notebook": _loads(r["notebook"]),
-                "clusterId": r["cluster_id"],
-                "numAddFiles": r["num_add"],
-                "numRemoveFiles": r["num_remove"],
-                "numCdcFiles": r["num_cdc"],
-                "partitionsTouched": _loads(r["partitions_touched"]),
-                "hasMetadata": r["has_metadata"],
-                "hasProtocol": r["has_protocol"],
-                "hasTxn": r["has_txn"],
-                "hasDomainMetadata": r["has_domain_metadata"],
-                "txnAppIds": _loads(r["txn_app_ids"]),
-                "source": r["source"],
-            }
-        )
-    return out
-
-
 # (JSON key, index column, how the value is written): "str"/"int"/"bool" are encoded by polars,
 # "json" columns already hold JSON text (written by json.dumps or Spark) and go out as they are.
 _FIELDS: list[tuple[str, str, str]] = [
@@ -92,14 +51,32 @@ _FIELDS: list[tuple[str, str, str]] = [
 ]
 
 
-def history_json(commits: pl.DataFrame, start: int | None = None, end: int | None = None) -> str:
-    """The `history --json` text, built column-wise: the same objects as `history_rows`, without
-    decoding and re-encoding every stored JSON value in Python (4x faster on 20k versions)."""
+def _in_range(commits: pl.DataFrame, start: int | None, end: int | None) -> pl.DataFrame:
     df = commits
     if start is not None:
         df = df.filter(pl.col("version") >= start)
     if end is not None:
         df = df.filter(pl.col("version") <= end)
+    return df.sort("version")
+
+
+def history_rows(commits: pl.DataFrame, start: int | None = None, end: int | None = None) -> list[dict[str, Any]]:
+    """The `history --json` objects (README: JSON contract), for the table view and callers."""
+    out = []
+    for r in _in_range(commits, start, end).iter_rows(named=True):
+        row = {}
+        for key, col, how in _FIELDS:
+            v = r[col]
+            if how == "json":
+                v = _loads(v) if (col != "operation_parameters" or r["has_commit_info"]) else None
+            row[key] = v
+        out.append(row)
+    return out
+
+
+def history_json(commits: pl.DataFrame, start: int | None = None, end: int | None = None) -> str:
+    """The `history --json` text, built column-wise: the same objects as `history_rows`, without
+    decoding and re-encoding every stored JSON value in Python (4x faster on 20k versions)."""
     parts: list[pl.Expr] = []
     for i, (key, col, how) in enumerate(_FIELDS):
         parts.append(pl.lit(("{" if i == 0 else ", ") + json.dumps(key) + ": "))
@@ -116,7 +93,7 @@ def history_json(commits: pl.DataFrame, start: int | None = None, end: int | Non
         else:
             parts.append(c.cast(pl.Utf8).fill_null("null"))
     parts.append(pl.lit("}"))
-    lines = df.sort("version").select(pl.concat_str(parts).alias("j"))["j"]
+    lines = _in_range(commits, start, end).select(pl.concat_str(parts).alias("j"))["j"]
     return ascii_json("[" + ", ".join(lines.to_list()) + "]")
 
 

@@ -3,8 +3,7 @@
 Replay turns hundreds of thousands of rows into FileActions (a 100k-commit log: ~300k). Doing
 it through `DataFrame.row(i, named=True)` and one `json.loads` per partitionValues text cost
 ~4 s there; reading each column once and decoding each distinct partitionValues text once
-(a table has few partitions) is several times cheaper. Same result as
-`forensics.log.snapshot.file_action_from_row` for every row.
+(a table has few partitions) is several times cheaper. The one place rows become FileActions.
 """
 
 from __future__ import annotations

@@ -418,7 +418,7 @@ def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Tabl
     v = F.lit(version).cast("long")
     schema = arrow_schema(ACTION_COLUMNS)
 
-    def file_actions(kind: str, cols: dict[str, Any], consts: dict[str, Any]) -> pa.Table:
+    def action_table(kind: str, cols: dict[str, Any], consts: dict[str, Any]) -> pa.Table:
         # Constant columns are filled in here rather than shipped from the JVM: on a 1M-add
         # checkpoint they were ~20% of the collected Arrow and of the heap the collect grows.
         got = _collect(df.where(F.col(kind).isNotNull()).select(*[c.alias(n) for n, c in cols.items()]), list(cols))
@@ -436,7 +436,7 @@ def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Tabl
                 out.append(pa.chunked_array([arr], typ))
         return pa.Table.from_arrays(out, schema=schema)
 
-    add = file_actions(
+    add = action_table(
         "add",
         {
             "path": F.col("add.path"),
@@ -455,7 +455,7 @@ def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Tabl
         },
         {"version": version, "line": -1, "kind": "add"},
     )
-    rem = file_actions(
+    rem = action_table(
         "remove",
         {
             "path": F.col("remove.path"),

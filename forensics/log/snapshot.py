@@ -18,7 +18,7 @@ from forensics.exitcodes import ExitCode, ForensicsError
 from forensics.log.listing import Checkpoint
 from forensics.log.reader import read_checkpoint
 from forensics.log.table import TableLog
-from forensics.model import DeletionVectorRef, FileAction, Finding, Metadata, Protocol, Snapshot
+from forensics.model import Finding, Metadata, Protocol, Snapshot
 
 
 # --------------------------------------------------------------------------------------
@@ -357,37 +357,6 @@ def metadata_from_json(payload: str | None) -> Metadata | None:
         partition_columns=tuple(d.get("partitionColumns") or ()),
         configuration={str(k): str(v) for k, v in (d.get("configuration") or {}).items()},
         created_time=d.get("createdTime"),
-    )
-
-
-def file_action_from_row(r: dict) -> FileAction:
-    dv = None
-    if r.get("dv_storage_type") is not None:
-        dv = DeletionVectorRef(r["dv_storage_type"], r.get("dv_path") or "", r.get("dv_offset"), r.get("dv_size"), r.get("dv_cardinality"))
-    pv = {}
-    if r.get("partition_values"):
-        try:
-            pv = json.loads(r["partition_values"]) or {}
-        except ValueError:
-            pv = {}
-    tags = None
-    if r.get("tags"):
-        try:
-            tags = json.loads(r["tags"])
-        except ValueError:
-            tags = None
-    return FileAction(
-        version=r["version"],
-        kind=r["kind"],
-        path=r["path"],
-        partition_values=pv,
-        size=r.get("size"),
-        data_change=r.get("data_change"),
-        stats=r.get("stats"),
-        deletion_vector=dv,
-        modification_time=r.get("modification_time"),
-        deletion_timestamp=r.get("deletion_timestamp"),
-        tags=tags,
     )
 
 

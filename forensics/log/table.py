@@ -84,7 +84,9 @@ class TableLog:
         early = None
         if spark is None and use_cache and _cache_is_behind(cache_dir, plan):
             # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
-            early = ThreadPoolExecutor(max_workers=1).submit(spark_factory)
+            pool = ThreadPoolExecutor(max_workers=1)
+            early = pool.submit(spark_factory)
+            pool.shutdown(wait=False)
         cached = _load_cache(cache_dir, listing.table_uri) if use_cache else None
         if early is not None:
             spark = early.result()
