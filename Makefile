@@ -27,7 +27,7 @@ demo: $(VENV)/.installed
 	$(BIN)/delta-forensics explain sample_logs/b-writeserializable-reorder/table 3
 
 test: $(VENV)/.installed-dev
-	-$(BIN)/python -m forensics.jvm_archive $(DEMO_TABLE)
+	-$(BIN)/python -m forensics.runtime.jvm_archive $(DEMO_TABLE)
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-dev

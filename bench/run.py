@@ -142,7 +142,7 @@ print(len(h))
 """
 
 _JVM_START = """
-from forensics.spark import get_spark
+from forensics.runtime.spark import get_spark
 get_spark().range(1).count()
 print(1)
 """
@@ -170,9 +170,9 @@ print(len(names), t_read, time.perf_counter() - t)
 
 _REPLAY = """
 import json, sys, time
-from forensics.log.table import TableLog
-from forensics.replay import replay_table
-t = time.perf_counter(); log = TableLog.open(sys.argv[1]); t_open = time.perf_counter() - t
+from forensics.log.delta_log import DeltaLog
+from forensics.replay.windows import replay_table
+t = time.perf_counter(); log = DeltaLog.open(sys.argv[1]); t_open = time.perf_counter() - t
 t = time.perf_counter(); rep = replay_table(log); t_replay = time.perf_counter() - t
 print(json.dumps({"open_s": t_open, "replay_s": t_replay, "from_cache": log.from_cache, "windows": len(rep.verdicts),
                   "commits": rep.total_commits, "counts": rep.counts}))
@@ -211,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="df-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     cache = work / "cache"
-    # The JVM class-data archive (forensics/jvm_archive.py) belongs to the Java/Spark install,
+    # The JVM class-data archive (forensics/runtime/jvm_archive.py) belongs to the Java/Spark install,
     # like compiled bytecode: built once before measuring, in the run's own directory.
     env = {**os.environ, "DELTA_FORENSICS_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO),
            "DELTA_FORENSICS_JVM_ARCHIVE_DIR": str(work / "jvm"), "DELTA_FORENSICS_JVM_ARCHIVE": "use"}
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in res["inputs"].items():
             print(f"  {k}: {v}", flush=True)
         side = hide_tail(t20, a.commits)  # the table has a.commits versions until the tail returns
-        r = run([PY, "-m", "forensics.jvm_archive", str(REPO / "sample_logs" / "quickstart" / "table")], env={**env, "DELTA_FORENSICS_JVM_ARCHIVE": "auto"}, timeout=600)
+        r = run([PY, "-m", "forensics.runtime.jvm_archive", str(REPO / "sample_logs" / "quickstart" / "table")], env={**env, "DELTA_FORENSICS_JVM_ARCHIVE": "auto"}, timeout=600)
         res["inputs"]["jvm_archive"] = {"seconds": round(r.seconds, 2), "result": r.stdout.decode().strip()}
 
         # ---- history: cold, warm, incremental; delta-rs and polars -----------------

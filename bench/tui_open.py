@@ -1,7 +1,7 @@
 """Benchmark the TUI on a 100k-version table: first paint and keypress-to-repaint while scrolling.
 
 The commit index is synthesized with polars in forensics.log.index.COMMIT_SCHEMA shape (no JVM,
-no commit files), handed to the app as an opened TableLog, and the app runs headless. Prints
+no commit files), handed to the app as an opened DeltaLog, and the app runs headless. Prints
 one JSON object; the lead records the figures in BENCHMARKS.md.
 
     python bench/tui_open.py [--versions 100000] [--presses 200]
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from forensics.log.index import COMMIT_SCHEMA  # noqa: E402
 from forensics.log.listing import LogListing  # noqa: E402
 from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, arrow_schema  # noqa: E402
-from forensics.log.table import TableLog  # noqa: E402
+from forensics.log.delta_log import DeltaLog  # noqa: E402
 
 
-def synthetic_log(n: int, root: str) -> TableLog:
+def synthetic_log(n: int, root: str) -> DeltaLog:
     """n commits: WRITE/MERGE/OPTIMIZE/DELETE in turn, a third with a stale readVersion."""
     v = pl.Series(range(n), dtype=pl.Int64)
     ops = pl.Series(["WRITE", "MERGE", "OPTIMIZE", "DELETE"] * (n // 4 + 1))[:n]
@@ -46,7 +46,7 @@ def synthetic_log(n: int, root: str) -> TableLog:
     commits = pl.DataFrame(cols, schema=COMMIT_SCHEMA)
     actions = pl.from_arrow(arrow_schema(ACTION_COLUMNS).empty_table())
     others = pl.from_arrow(arrow_schema(OTHER_COLUMNS).empty_table())
-    return TableLog(location=root, listing=LogListing(table_uri=root, log_uri=root + "/_delta_log"), commits=commits, actions=actions, others=others, from_cache=True)
+    return DeltaLog(location=root, listing=LogListing(table_uri=root, log_uri=root + "/_delta_log"), commits=commits, actions=actions, others=others, from_cache=True)
 
 
 def pct(xs: list[float], p: float) -> float:

@@ -1,3 +1,3 @@
-from forensics.cli import run
+from forensics.cli.main import run
 
 run()

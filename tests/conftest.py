@@ -30,7 +30,7 @@ def shared_dir() -> Path:
 
 
 # The test session's JVM and every CLI subprocess use the JVM class-data archive when one
-# exists (`make test` builds it first, forensics/jvm_archive.py) but never write one: a
+# exists (`make test` builds it first, forensics/runtime/jvm_archive.py) but never write one: a
 # session-long JVM would record every class of the run and dump them all at exit.
 os.environ.setdefault("DELTA_FORENSICS_JVM_ARCHIVE", "use")
 
@@ -38,7 +38,7 @@ os.environ.setdefault("DELTA_FORENSICS_JVM_ARCHIVE", "use")
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of this test run (local[2], UI off, few shuffle partitions)."""
-    from forensics.spark import get_spark
+    from forensics.runtime.spark import get_spark
 
     session = get_spark(master="local[2]")
     yield session

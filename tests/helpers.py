@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from forensics.cli import main
+from forensics.cli.main import main
 
 
 def tree_state(root: Path) -> dict[str, tuple]:

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics.commands.history import history_rows
-from forensics.log.table import TableLog
-from forensics.replay import replay_table
+from forensics.cli.commands.history import history_rows
+from forensics.log.delta_log import DeltaLog
+from forensics.replay.windows import replay_table
 
 HOST = "127.0.0.1"
 
@@ -117,12 +117,12 @@ def _cli(args: list[str], tmp: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def _local_history(table: Path) -> list:
-    log = TableLog.open(str(table), use_cache=False)
+    log = DeltaLog.open(str(table), use_cache=False)
     return json.loads(json.dumps(history_rows(log.commits), default=str))
 
 
 def _local_replay(table: Path) -> dict:
-    log = TableLog.open(str(table), use_cache=False)
+    log = DeltaLog.open(str(table), use_cache=False)
     return json.loads(json.dumps(replay_table(log).to_json(), default=str))
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from forensics.rules.cases import KNOWN_DIFFERENCES, case_to_inputs, load_cases, materialize_case, run_cases
+from forensics.conformance.cases import KNOWN_DIFFERENCES, case_to_inputs, load_cases, materialize_case, run_cases
 
 try:  # the predicate layer (another module) evaluates IN / range predicates exactly
     from forensics.predicates import matches_partition, may_match_stats, parse_predicate  # noqa: F401

@@ -23,9 +23,9 @@ def ci(acts: list[dict]) -> dict:
 
 @pytest.fixture(scope="module")
 def b_log(spark, sample_logs):
-    from forensics.log.table import TableLog
+    from forensics.log.delta_log import DeltaLog
 
-    return TableLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"), use_cache=False)
+    return DeltaLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"), use_cache=False)
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def b_versions(sample_logs):
 
 
 def test_serializable_would_abort_the_delete(b_log, b_versions):
-    from forensics.counterfactual import isolation_counterfactual
+    from forensics.analysis.counterfactual import isolation_counterfactual
 
     delete, insert, acts = b_versions
     cf = isolation_counterfactual(b_log, "Serializable")
@@ -54,7 +54,7 @@ def test_serializable_would_abort_the_delete(b_log, b_versions):
 
 
 def test_replay_cli_shows_the_diff(sample_logs, b_versions, capsys):
-    from forensics.cli import main
+    from forensics.cli.main import main
 
     delete, insert, _ = b_versions
     table = str(sample_logs / "b-writeserializable-reorder" / "table")
@@ -91,8 +91,8 @@ def _placeable(acts: dict[int, list[dict]], col: str) -> tuple[set[str], set[str
 
 
 def test_partition_by_places_files_from_stats(b_log, b_versions):
-    from forensics.counterfactual import partition_counterfactual, repartitioned_log
-    from forensics.replay import replay_table
+    from forensics.analysis.counterfactual import partition_counterfactual, repartitioned_log
+    from forensics.replay.windows import replay_table
 
     delete, insert, acts = b_versions
     ok, bad = _placeable(acts, "status")

@@ -18,8 +18,8 @@ deltalake = pytest.importorskip("deltalake")
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 from deltalake.exceptions import CommitFailedError  # noqa: E402
 
-from forensics.log.table import TableLog  # noqa: E402
-from forensics.whatif import WhatIfRequest, whatif  # noqa: E402
+from forensics.log.delta_log import DeltaLog  # noqa: E402
+from forensics.replay.whatif import WhatIfRequest, whatif  # noqa: E402
 
 # delta-rs CommitConflictError texts (spec §7.5), mapped to Delta's class names independently of
 # forensics.errortext, so a bug there cannot hide one here.
@@ -119,7 +119,7 @@ def test_whatif_predicts_real_delta_rs_outcomes(tmp_path: Path, spark):
         next_id = [100]
         winners = [_winner(rng, path, next_id) for _ in range(rng.choice([1, 1, 2]))]
         label, req, run = _stale(rng, handle, path)
-        log = TableLog.open(path, use_cache=False, spark_factory=lambda: spark)
+        log = DeltaLog.open(path, use_cache=False, spark_factory=lambda: spark)
         predicted = whatif(log, req).result
         real = _outcome(run)
         want = "commit" if predicted.verdict == "commit" else predicted.exception

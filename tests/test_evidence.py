@@ -15,7 +15,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from forensics.cli import main
+from forensics.cli.main import main
 
 
 def run_cli(argv: list[str]) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli import main
+from forensics.cli.main import main
 
 RULE_FROM_SLUG = {
     "concurrent-append": "ConcurrentAppendException",

@@ -35,14 +35,14 @@ def commit_infos(table: Path) -> dict[int, dict]:
 
 @pytest.fixture(scope="module")
 def logs(spark, sample_logs):
-    from forensics.log.table import TableLog
+    from forensics.log.delta_log import DeltaLog
 
-    return {n: TableLog.open(str(sample_logs / n / "table"), use_cache=False)
+    return {n: DeltaLog.open(str(sample_logs / n / "table"), use_cache=False)
             for n in ("b-writeserializable-reorder", "busy", "f-delta-rs-aborted")}
 
 
 def _cli(args: list[str]) -> int:
-    from forensics.cli import main
+    from forensics.cli.main import main
 
     return main(args)
 
@@ -53,8 +53,8 @@ def _cli(args: list[str]) -> int:
 
 
 def test_timeline_spans_match_the_log(logs, sample_logs):
-    from forensics.replay import replay_table
-    from forensics.timeline import Timeline, build_timeline
+    from forensics.replay.windows import replay_table
+    from forensics.analysis.timeline import Timeline, build_timeline
 
     for name in ("b-writeserializable-reorder", "busy"):
         table = sample_logs / name / "table"
@@ -161,7 +161,7 @@ def test_parquet_and_csv_rows(sample_logs, tmp_path, spark):
 
 
 def test_json_is_the_versioned_model(sample_logs, tmp_path, spark):
-    from forensics.timeline import SCHEMA_VERSION, Timeline
+    from forensics.analysis.timeline import SCHEMA_VERSION, Timeline
 
     out = tmp_path / "b.json"
     assert _cli(["export", str(sample_logs / "b-writeserializable-reorder" / "table"), "-f", "json", "-o", str(out), "-q"]) == 0
@@ -214,7 +214,7 @@ def mermaid_dir(tmp_path_factory) -> Path | None:
 
 
 def _hostile_timeline(tl):
-    from forensics.timeline import Writer
+    from forensics.analysis.timeline import Writer
 
     bad = 'evil: "x"; #1 <b>%%{init}%% \n -->> L: fake\u001b[31m `tick`'
     tl.writers = [Writer(w.id, bad, w.source) for w in tl.writers]
@@ -227,8 +227,8 @@ def _hostile_timeline(tl):
 
 def test_mermaid_parses(logs, tmp_path, mermaid_dir):
     from forensics.export.mermaid import mermaid
-    from forensics.replay import replay_table
-    from forensics.timeline import build_timeline
+    from forensics.replay.windows import replay_table
+    from forensics.analysis.timeline import build_timeline
 
     files = []
     for name, log in logs.items():
@@ -273,8 +273,8 @@ def _network_refs(html: str) -> list[str]:
 
 def test_html_report_self_contained_and_escaped(logs, tmp_path, sample_logs):
     from forensics.export.html import html_report
-    from forensics.replay import replay_table
-    from forensics.timeline import build_timeline
+    from forensics.replay.windows import replay_table
+    from forensics.analysis.timeline import build_timeline
 
     out = tmp_path / "b.html"
     assert _cli(["export", str(sample_logs / "b-writeserializable-reorder" / "table"), "-f", "html", "-o", str(out), "-q"]) == 0
@@ -360,7 +360,7 @@ def test_html_renders_in_headless_chromium(sample_logs, tmp_path, spark):
 
 
 def test_cli_format_list_matches_the_writers():
-    from forensics.commands.export import FORMATS as CLI_FORMATS
+    from forensics.cli.commands.export import FORMATS as CLI_FORMATS
     from forensics.export import FORMATS
 
     assert tuple(CLI_FORMATS) == tuple(FORMATS)

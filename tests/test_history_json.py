@@ -10,9 +10,9 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.commands.history import history_json, history_rows
+from forensics.cli.commands.history import history_json, history_rows
 from forensics.log.index import COMMIT_SCHEMA
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 
 PRINTABLE_ASCII = re.compile(r"[\x20-\x7e]*")
 
@@ -83,7 +83,7 @@ def test_column_wise_json_says_what_the_rows_say(commits, start):
 
 def test_every_sample_log(sample_logs, spark):
     for table in sorted(sample_logs.glob("*/table")):
-        log = TableLog.open(str(table))
+        log = DeltaLog.open(str(table))
         out = _same(log.commits)
         assert len(json.loads(out)) == log.commits.height
         _same(log.commits, 1, 3)

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from forensics import jvm_archive
-from forensics.spark import JVM_OPTS, find_java
+from forensics.runtime import jvm_archive
+from forensics.runtime.spark import JVM_OPTS, find_java
 
 
 def _history(table: str, env: dict) -> dict:

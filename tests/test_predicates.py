@@ -27,7 +27,7 @@ from forensics.predicates import (
     target_only_conjuncts,
     to_sql,
 )
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 # ---- schemas of the corpus tables used below (copied from their metaData) -----------------------
 

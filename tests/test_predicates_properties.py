@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics.predicates import matches_partition, may_match_stats, parse_predicate, to_sql
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 SCHEMA = TableSchema.from_simple(
     {"a": "int", "b": "string", "d": "date", "x": "long", "s": "string"}, ["a", "b", "d"]

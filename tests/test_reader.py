@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import list_log
 from forensics.log.snapshot import snapshot
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 
 # Tables the corpus documents as broken (corpus/INDEX.md): refused with a diagnostic, never a crash.
 DOCUMENTED_BROKEN = {
@@ -55,7 +55,7 @@ def test_every_corpus_table_reads_or_is_refused_cleanly(shared_dir, spark):
     refused = {}
     for table in corpus_tables(shared_dir):
         try:
-            log = TableLog.open(str(table), use_cache=False)
+            log = DeltaLog.open(str(table), use_cache=False)
             snapshot(log)
         except ForensicsError as e:
             refused[table.name] = e.code
@@ -71,7 +71,7 @@ def test_snapshot_matches_delta_rs_and_history_matches_plain_parse(shared_dir, s
     for table in corpus_tables(shared_dir):
         if table.name in DOCUMENTED_BROKEN:
             continue
-        log = TableLog.open(str(table), use_cache=False)
+        log = DeltaLog.open(str(table), use_cache=False)
         # history vs plain re-parse: operation, readVersion, add/remove counts
         plain = plain_parse(table)
         by_v = {r.version: r for r in log.records()}
@@ -101,20 +101,20 @@ def test_checkpoint_kinds_and_stray_files(shared_dir, spark):
         ("golden-v2-checkpoint-parquet", "v2"),
         ("golden-checkpoint", "classic"),
     ):
-        log = TableLog.open(str(t / name))
+        log = DeltaLog.open(str(t / name))
         snap, findings = snapshot(log)
         assert snap.base_checkpoint is not None, name
         assert any(c.kind == kind and c.version == snap.base_checkpoint for c in log.listing.checkpoints), name
         assert not [f for f in findings if f.severity == "error"], name
-    junk = TableLog.open(str(t / "krs-cdf-column-mapping-name-mode-3-7"))
+    junk = DeltaLog.open(str(t / "krs-cdf-column-mapping-name-mode-3-7"))
     assert any(f.code == "stray.appledouble" for f in junk.findings)
 
 
 def test_compaction_and_staged_commits(shared_dir, spark):
     t = shared_dir / "corpus" / "tables"
-    log = TableLog.open(str(t / "krs-compacted-log-files-table"))
+    log = DeltaLog.open(str(t / "krs-compacted-log-files-table"))
     assert log.versions == list(range(0, 26))
-    staged = TableLog.open(str(t / "kjava-catalog-owned-preview"))
+    staged = DeltaLog.open(str(t / "kjava-catalog-owned-preview"))
     assert staged.listing.staged
     assert any(f.code.startswith("commit.staged") for f in staged.findings)
 
@@ -136,7 +136,7 @@ def test_broken_lines_are_findings_naming_file_and_version(tmp_path, sample_logs
     f.write_bytes(data[: len(data) // 2])  # a partial write of the last commit
     mid = t / "_delta_log" / f"{listing.versions[1]:020d}.json"
     mid.write_bytes(mid.read_bytes() + b"\xff\xfe not json\n")
-    log = TableLog.open(str(t), use_cache=False)
+    log = DeltaLog.open(str(t), use_cache=False)
     codes = {(x.code, x.version) for x in log.findings}
     assert ("commit.bad_line", last) in codes
     assert ("commit.non_utf8", listing.versions[1]) in codes
@@ -156,20 +156,20 @@ def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
         calls.append(1)
         return spark
 
-    first = TableLog.open(str(t), spark_factory=factory)
+    first = DeltaLog.open(str(t), spark_factory=factory)
     assert not first.from_cache and calls == [1]
-    again = TableLog.open(str(t), spark_factory=factory)
+    again = DeltaLog.open(str(t), spark_factory=factory)
     assert again.from_cache and calls == [1]  # no Spark at all
     assert again.commits.equals(first.commits)
     # a new commit: only it is read
     last = first.versions[-1]
     nxt = t / "_delta_log" / f"{last + 1:020d}.json"
     nxt.write_text(json.dumps({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES", "operationParameters": {}, "readVersion": last}}) + "\n")
-    inc = TableLog.open(str(t), spark_factory=factory)
+    inc = DeltaLog.open(str(t), spark_factory=factory)
     assert calls == [1, 1]
     assert inc.versions[-1] == last + 1
     assert inc.record(last + 1).read_version == last
-    fresh = TableLog.open(str(t), use_cache=False, spark_factory=factory)
+    fresh = DeltaLog.open(str(t), use_cache=False, spark_factory=factory)
     assert fresh.commits.sort("version").equals(inc.commits.sort("version"))
 
 
@@ -177,9 +177,9 @@ def test_lazy_file_actions_are_safe_from_many_threads(sample_logs, spark):
     """The TUI's workers read `log.actions` concurrently; none may see it missing."""
     import threading
 
-    TableLog.open(str(sample_logs / "busy" / "table"))
+    DeltaLog.open(str(sample_logs / "busy" / "table"))
     for _ in range(5):
-        log = TableLog.open_cached(str(sample_logs / "busy" / "table"))
+        log = DeltaLog.open_cached(str(sample_logs / "busy" / "table"))
         assert log is not None
         seen: list[int | None] = []
         threads = [threading.Thread(target=lambda: seen.append(None if log.actions is None else log.actions.height)) for _ in range(8)]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli import command_modules
+from forensics.cli.main import command_modules
 from helpers import run_cli, tree_state
 
 TABLE = "f-delta-rs-aborted"  # delta-rs writes, orphan files of aborted attempts, an error text

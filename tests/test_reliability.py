@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forensics.cli import main
+from forensics.cli.main import main
 
 REPO = Path(__file__).resolve().parent.parent
 QUICK = "quickstart"  # delta-rs, 20 versions, checkpoint at 18, partitioned by date

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli import main
-from forensics.explain import explain_version
-from forensics.log.table import TableLog
-from forensics.replay import replay_table
-from forensics.sets import StateIndex
-from forensics.defeated import defeated_attempts
+from forensics.cli.main import main
+from forensics.analysis.explain import explain_version
+from forensics.log.delta_log import DeltaLog
+from forensics.replay.windows import replay_table
+from forensics.sets.commit_sets import StateIndex
+from forensics.evidence.defeated import defeated_attempts
 
 INCIDENTS = ["a-merge-partitions", "c-optimize-vs-delete", "d-alter-table", "e-streaming-shared-checkpoint"]
 
@@ -61,7 +61,7 @@ def test_incident_a_advice_rewrites_the_merge_condition(sample_logs, spark, caps
 
 
 def test_replay_flags_incident_b_reordered_and_explain_shows_the_serial_order(sample_logs, spark):
-    log = TableLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"))
+    log = DeltaLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"))
     report = replay_table(log)
     reordered = {v: x for v, x in report.verdicts.items() if x.verdict == "reordered"}
     assert list(reordered) == [3]
@@ -74,7 +74,7 @@ def test_replay_flags_incident_b_reordered_and_explain_shows_the_serial_order(sa
     assert insert_files and insert_files <= {f.path for f in StateIndex(log).lifetimes.files_at(3)}
 
 
-def _adds(log: TableLog, v: int) -> list[dict]:
+def _adds(log: DeltaLog, v: int) -> list[dict]:
     return [r for r in log.actions_of(v).to_dicts() if r["kind"] == "add"]
 
 
@@ -93,7 +93,7 @@ def test_whatif_reproduces_incident_a(sample_logs, spark, capsys):
 
 def test_a_real_engines_log_has_no_anomaly(sample_logs, spark):
     """Every commit of `busy` really committed (delta-rs checked it): the replay must agree."""
-    log = TableLog.open(str(sample_logs / "busy" / "table"))
+    log = DeltaLog.open(str(sample_logs / "busy" / "table"))
     report = replay_table(log)
     checked = [v for v in report.verdicts.values() if v.verdict != "skipped"]
     assert len(checked) >= 30

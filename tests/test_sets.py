@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound
-from forensics.sets import StateIndex, commit_sets
+from forensics.sets.commit_sets import StateIndex, commit_sets
 from forensics.synth import opparams as P
 from forensics.synth.sparktable import SparkTable
 
@@ -43,7 +43,7 @@ def spark_table(tmp_path_factory) -> Path:
 
 
 def _sets(table: Path):
-    log = TableLog.open(str(table))
+    log = DeltaLog.open(str(table))
     state = StateIndex(log)
     return log, state, {v: commit_sets(log, v, state) for v in log.versions}
 
@@ -89,7 +89,7 @@ def test_data_predicate_delete_reads_true_and_a_superset(spark_table, spark):
 
 
 def test_sets_cli_json_contract(spark_table, spark, capsys):
-    from forensics.cli import main
+    from forensics.cli.main import main
 
     assert main(["sets", str(spark_table), "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -100,7 +100,7 @@ def test_sets_cli_json_contract(spark_table, spark, capsys):
 
 
 def test_streaming_txn_app_ids_are_read_and_written(sample_logs, spark):
-    log = TableLog.open(str(sample_logs / "e-streaming-shared-checkpoint" / "table"))
+    log = DeltaLog.open(str(sample_logs / "e-streaming-shared-checkpoint" / "table"))
     state = StateIndex(log)
     streaming = [v for v in log.versions if (log.record(v).operation or "") == "STREAMING UPDATE"]
     assert streaming
@@ -126,7 +126,7 @@ def _dml_tables(shared: Path) -> list[Path]:
 def test_corpus_removes_are_within_exact_or_superset_read_files(shared_dir, spark):
     checked = 0
     for table in _dml_tables(shared_dir):
-        log = TableLog.open(str(table))
+        log = DeltaLog.open(str(table))
         state = StateIndex(log)
         for v in log.versions:
             rec = log.record(v)
@@ -142,7 +142,7 @@ def test_corpus_removes_are_within_exact_or_superset_read_files(shared_dir, spar
 @pytest.mark.shared
 def test_corpus_partition_only_delete_is_exact(shared_dir, spark):
     table = shared_dir / "corpus" / "tables" / "krs-cdf-table-partitioned"
-    log = TableLog.open(str(table))
+    log = DeltaLog.open(str(table))
     s = commit_sets(log, 2, StateIndex(log))
     assert s.read.partition_predicates == ["part = 0"]
     assert s.read.files_bound == Bound.EXACT

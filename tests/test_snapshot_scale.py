@@ -17,11 +17,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import forensics.commands._snapshot_json as sj
-from forensics.commands.snapshot import snapshot_json
-from forensics.exitcodes import ForensicsError
+import forensics.cli.commands._snapshot_json as sj
+from forensics.cli.commands.snapshot import snapshot_json
+from forensics.errors import ForensicsError
 from forensics.log.snapshot import active_files, snapshot, snapshot_frame, state_actions, with_keys
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from helpers import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,7 +40,7 @@ CORPUS = [
 ]
 
 
-def dict_path_text(log: TableLog, version: int | None) -> str:
+def dict_path_text(log: DeltaLog, version: int | None) -> str:
     """What `snapshot --json` printed before the fast path (print_json of snapshot_json)."""
     snap, findings = snapshot(log, version)
     out = snapshot_json(snap)
@@ -48,7 +48,7 @@ def dict_path_text(log: TableLog, version: int | None) -> str:
     return json.dumps(out, ensure_ascii=True, indent=None, default=str) + "\n"
 
 
-def fast_path_text(log: TableLog, version: int | None) -> str:
+def fast_path_text(log: DeltaLog, version: int | None) -> str:
     frame, findings = snapshot_frame(log, version, stats=False)
     buf = io.StringIO()
     sj.write_snapshot_json(frame, [f.to_json() for f in log.findings + findings], buf)
@@ -57,7 +57,7 @@ def fast_path_text(log: TableLog, version: int | None) -> str:
 
 def assert_same(table: Path, version: int | None = None) -> int:
     """Fast path first (so its stats-less cache entry exists), then the full dict path."""
-    log = TableLog.open(str(table))
+    log = DeltaLog.open(str(table))
     try:
         fast = fast_path_text(log, version)
     except ForensicsError as e:
@@ -81,7 +81,7 @@ def test_fast_json_equals_dict_path_on_sample_logs(sample_logs, spark, monkeypat
     assert files > 0
     busy = sample_logs / "busy" / "table"
     if busy.exists():  # an older version, served from one of its checkpoints
-        log = TableLog.open(str(busy))
+        log = DeltaLog.open(str(busy))
         assert_same(busy, max(c.version for c in log.listing.checkpoints))
 
 
@@ -109,7 +109,7 @@ def test_active_files_is_the_last_action_per_key(sample_logs, shared_dir, spark)
     root = shared_dir / "corpus" / "tables"
     tables = [*sorted(sample_logs.glob("*/table")), *(root / n for n in CORPUS if (root / n).is_dir())]
     for table in tables:
-        log = TableLog.open(str(table))
+        log = DeltaLog.open(str(table))
         acts, _oth, _base = state_actions(log, log.latest_version)
         got = active_files(acts, log.location)
         want = _reference_active_files(acts, log.location)
@@ -169,7 +169,7 @@ def test_large_checkpoint_stats_less_and_cached_apart(tmp_path, spark, monkeypat
     table = tmp_path / "big"
     subprocess.run([sys.executable, str(REPO / "bench" / "bigcheckpoint.py"), str(table), "--files", "120000"],
                    check=True, capture_output=True)
-    log = TableLog.open(str(table))
+    log = DeltaLog.open(str(table))
     frame, _ = snapshot_frame(log, stats=False)
     assert frame.files.height > sj._CHUNK_ROWS and frame.base_checkpoint is not None
     from_cp = frame.files.filter(frame.files["version"] == frame.base_checkpoint)
@@ -182,5 +182,5 @@ def test_large_checkpoint_stats_less_and_cached_apart(tmp_path, spark, monkeypat
     # With only the full entry, a stats-less read takes it (minus stats) instead of Spark.
     for p in log.cache_dir.glob("checkpoint-*-nostats-actions.parquet"):
         p.unlink()
-    monkeypatch.setattr(TableLog, "spark", lambda self: pytest.fail("Spark started although the cache covers it"))
+    monkeypatch.setattr(DeltaLog, "spark", lambda self: pytest.fail("Spark started although the cache covers it"))
     assert assert_same(table) == frame.files.height

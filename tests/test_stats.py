@@ -33,22 +33,22 @@ def partitions(acts: list[dict]) -> set[str]:
 
 @pytest.fixture(scope="module")
 def busy(spark, sample_logs):
-    from forensics.log.table import TableLog
+    from forensics.log.delta_log import DeltaLog
 
-    return TableLog.open(str(sample_logs / "busy" / "table"), use_cache=False)
+    return DeltaLog.open(str(sample_logs / "busy" / "table"), use_cache=False)
 
 
 @pytest.fixture(scope="module")
 def reorder(spark, sample_logs):
-    from forensics.log.table import TableLog
+    from forensics.log.delta_log import DeltaLog
 
-    return TableLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"), use_cache=False)
+    return DeltaLog.open(str(sample_logs / "b-writeserializable-reorder" / "table"), use_cache=False)
 
 
 def _stats(log, window="1h", evidence=False):
-    from forensics.replay import replay_table
-    from forensics.stats import parse_window, table_stats
-    from forensics.timeline import build_timeline
+    from forensics.replay.windows import replay_table
+    from forensics.analysis.stats import parse_window, table_stats
+    from forensics.analysis.timeline import build_timeline
 
     ev = None
     if evidence:
@@ -132,9 +132,9 @@ def test_reorder_counts_and_operation_matrix(reorder, sample_logs):
 
 
 def test_attempts_counted_per_partition(sample_logs, spark):
-    from forensics.log.table import TableLog
+    from forensics.log.delta_log import DeltaLog
 
-    log = TableLog.open(str(sample_logs / "f-delta-rs-aborted" / "table"), use_cache=False)
+    log = DeltaLog.open(str(sample_logs / "f-delta-rs-aborted" / "table"), use_cache=False)
     attempts = json.loads((sample_logs / "f-delta-rs-aborted" / "attempts.json").read_text())
     st = _stats(log, evidence=True)
     assert st["totals"]["aborted_attempts"] == len(attempts)
@@ -143,9 +143,9 @@ def test_attempts_counted_per_partition(sample_logs, spark):
 
 
 def test_parse_window_and_cli(sample_logs, capsys):
-    from forensics.cli import main
-    from forensics.exitcodes import ForensicsError
-    from forensics.stats import parse_window
+    from forensics.cli.main import main
+    from forensics.errors import ForensicsError
+    from forensics.analysis.stats import parse_window
 
     assert parse_window("1h") == 3_600_000 and parse_window("15m") == 900_000 and parse_window("500ms") == 500
     with pytest.raises(ForensicsError):

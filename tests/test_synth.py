@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from forensics.exitcodes import ForensicsError
+from forensics.errors import ForensicsError
 from forensics.synth import SparkLogWriter, SynthConfig, TableDirNotEmpty, synthesize
 from forensics.synth.checkpoint import last_checkpoint_checksum
 from forensics.synth.opparams import quirk_commit_info_json
@@ -227,7 +227,7 @@ def test_writer_refuses_non_empty_dir(tmp_path):
 
 
 def test_cli_command(tmp_path, capsys):
-    from forensics.commands import synth as cmd
+    from forensics.cli.commands import synth as cmd
 
     parser = argparse.ArgumentParser()
     cmd.add_parser(parser.add_subparsers())

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli import command_modules
+from forensics.cli.main import command_modules
 from helpers import run_cli, tree_state
 
 MARKUP = "[bold red]M[/bold red]"

@@ -18,7 +18,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.synth.mtimes import restore_in_place
 
 pytest.importorskip("textual")
@@ -58,7 +58,7 @@ def warm_cache(tmp_path_factory, sample_logs, spark):
     try:
         for name in SAMPLES:
             restore_in_place(sample_logs / name)  # a git checkout resets file times; evidence reads them
-            TableLog.open(str(sample_logs / name / "table"), spark_factory=lambda: spark)
+            DeltaLog.open(str(sample_logs / name / "table"), spark_factory=lambda: spark)
     finally:
         if old is None:
             os.environ.pop("DELTA_FORENSICS_CACHE_DIR", None)
@@ -212,8 +212,8 @@ async def test_columns_time_and_utc_toggle(cached, repo_root):
         assert "local" in app.header_text().plain
 
 
-def synthetic_log(n: int, tmp_path: Path) -> TableLog:
-    """A TableLog of n commits built with polars in the COMMIT_SCHEMA shape (no JVM)."""
+def synthetic_log(n: int, tmp_path: Path) -> DeltaLog:
+    """A DeltaLog of n commits built with polars in the COMMIT_SCHEMA shape (no JVM)."""
     from forensics.log.index import COMMIT_SCHEMA
     from forensics.log.listing import LogListing
     from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, arrow_schema
@@ -234,7 +234,7 @@ def synthetic_log(n: int, tmp_path: Path) -> TableLog:
     empty_a = pl.from_arrow(arrow_schema(ACTION_COLUMNS).empty_table())
     empty_o = pl.from_arrow(arrow_schema(OTHER_COLUMNS).empty_table())
     loc = str(tmp_path / "synthetic")
-    return TableLog(location=loc, listing=LogListing(table_uri=loc, log_uri=loc + "/_delta_log"), commits=commits, actions=empty_a, others=empty_o, from_cache=True)
+    return DeltaLog(location=loc, listing=LogListing(table_uri=loc, log_uri=loc + "/_delta_log"), commits=commits, actions=empty_a, others=empty_o, from_cache=True)
 
 
 async def test_version_list_is_virtual_at_100k(tmp_path):
@@ -291,10 +291,10 @@ async def test_detail_pane(cached, repo_root):
 
 
 async def test_explain_pane_and_winner(cached):
-    from forensics.replay import replay_table
+    from forensics.replay.windows import replay_table
 
     name = "b-writeserializable-reorder"
-    log = TableLog.open_cached(table(name))
+    log = DeltaLog.open_cached(table(name))
     report = replay_table(log)
     v, cv = next((k, c) for k, c in sorted(report.verdicts.items()) if c.winning_version is not None or c.reordered_before)
     app = app_for(name)
@@ -305,7 +305,7 @@ async def test_explain_pane_and_winner(cached):
         text = plain(app.query_one(ExplainPane))
         expected_winner = cv.winning_version if cv.winning_version is not None else cv.reordered_before[0]
         try:
-            from forensics.explain import explain_version
+            from forensics.analysis.explain import explain_version
         except ImportError:
             assert "explain not available yet" in text
         else:
@@ -327,7 +327,7 @@ async def test_explain_pane_and_winner(cached):
 
 @pytest.mark.parametrize("name", ["busy", "b-writeserializable-reorder"])
 async def test_timeline(cached, name):
-    log = TableLog.open_cached(table(name))
+    log = DeltaLog.open_cached(table(name))
     windows = log.commits.filter(pl.col("read_version").is_not_null() & (pl.col("read_version") < pl.col("version") - 1))
     app = app_for(name)
     async with app.run_test(size=SIZE) as pilot:

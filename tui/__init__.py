@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from tui.app import ForensicsApp
 
     def make_spark():
-        from forensics.spark import get_spark
+        from forensics.runtime.spark import get_spark
 
         return get_spark(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
 

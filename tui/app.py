@@ -108,17 +108,17 @@ class ForensicsApp(App[int]):
     @work(thread=True, exclusive=True, group="open")
     def open_log(self) -> None:
         """List the log and read the cache; start Spark only on a cache miss (never on this thread's caller)."""
-        from forensics.log.table import TableLog
+        from forensics.log.delta_log import DeltaLog
 
         try:
             log = self._preloaded
             state = "from cache"
             if log is None:
                 if self.use_cache:
-                    log = TableLog.open_cached(self.location)
+                    log = DeltaLog.open_cached(self.location)
                 if log is None:
                     self.call_from_thread(self._set_load_state, "spark")
-                    log = TableLog.open(
+                    log = DeltaLog.open(
                         self.location,
                         use_cache=self.use_cache,
                         spark_factory=self.spark_factory,
@@ -168,7 +168,7 @@ class ForensicsApp(App[int]):
     @work(thread=True, exclusive=True, group="replay")
     def run_replay(self) -> None:
         try:
-            from forensics.replay import replay_table
+            from forensics.replay.windows import replay_table
         except ImportError:
             self.call_from_thread(self._replay_done, None, "replay not available yet")
             return
@@ -293,7 +293,7 @@ class ForensicsApp(App[int]):
     @work(thread=True, exclusive=True, group="sets")
     def compute_sets(self, version: int) -> None:
         try:
-            from forensics.sets import StateIndex, commit_sets
+            from forensics.sets.commit_sets import StateIndex, commit_sets
         except ImportError:
             self.call_from_thread(self._sets_done, version, None, "read/write sets: not available yet")
             return
@@ -331,7 +331,7 @@ class ForensicsApp(App[int]):
 
     @work(thread=True, exclusive=True, group="explain")
     def compute_explain(self, version: int) -> None:
-        from forensics.explain import explain_version
+        from forensics.analysis.explain import explain_version
 
         try:
             ex = explain_version(self.table_log, version)
@@ -610,7 +610,7 @@ class ForensicsApp(App[int]):
         return "versions", self.versions_payload()
 
     def versions_payload(self) -> dict[str, Any]:
-        from forensics.commands.history import history_rows
+        from forensics.cli.commands.history import history_rows
 
         rows = self.rows
         if rows is None or self.table_log is None:
@@ -635,7 +635,7 @@ class ForensicsApp(App[int]):
                 return None
             import polars as pl
 
-            from forensics.commands.history import history_rows
+            from forensics.cli.commands.history import history_rows
 
             row = history_rows(self.table_log.commits.filter(pl.col("version") == v))[0]
             vi = self.rows.verdicts.get(v)

@@ -61,7 +61,7 @@ def local_offset() -> str:
 
 @dataclass
 class VerdictInfo:
-    """What the list needs of a replay verdict (forensics.replay.CommitVerdict)."""
+    """What the list needs of a replay verdict (forensics.replay.windows.CommitVerdict)."""
 
     verdict: str
     winning_version: int | None = None

@@ -14,9 +14,9 @@ from forensics.evidence.attempts import Attempt, Clock, file_clock, group_attemp
 from forensics.evidence.hypotheses import replay_attempt
 from forensics.evidence.stray import StrayCommit, stray_commits
 from forensics.evidence.walk import DataFile, canonical, walk_table
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.model import Finding
-from forensics.sets import StateIndex
+from forensics.sets.commit_sets import StateIndex
 
 __all__ = ["Attempt", "DataFile", "Evidence", "StrayCommit", "collect_evidence"]
 
@@ -47,7 +47,7 @@ class Evidence:
         }
 
 
-def collect_evidence(log: TableLog, state: StateIndex | None = None, *, rules: str | None = None, replay: bool = True) -> Evidence:
+def collect_evidence(log: DeltaLog, state: StateIndex | None = None, *, rules: str | None = None, replay: bool = True) -> Evidence:
     state = state or StateIndex(log)
     lt = state.lifetimes
     walk = walk_table(log, lt.frame if lt.frame.height else None)

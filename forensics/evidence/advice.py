@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from forensics.errortext import ErrorReport
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.safe import inert
-from forensics.sets import StateIndex
-from forensics.whatif import WhatIfResult
+from forensics.sets.commit_sets import StateIndex
+from forensics.replay.whatif import WhatIfResult
 
 GENERAL = {
     "append": "Files were added where this transaction read: give its condition a literal partition predicate "
@@ -37,7 +37,7 @@ def _merge_condition(params: dict[str, Any]) -> str | None:
     return p if isinstance(p, str) and p.strip() else None
 
 
-def advice_for(log: TableLog, state: StateIndex, report: ErrorReport, winner: int | None, replay: WhatIfResult | None,
+def advice_for(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: int | None, replay: WhatIfResult | None,
                parts: list[dict[str, Any]]) -> list[str]:
     if winner is None:
         return general_advice(report)
@@ -62,7 +62,7 @@ def advice_for(log: TableLog, state: StateIndex, report: ErrorReport, winner: in
                 )
             elif mine:
                 from forensics.predicates import rewrite_with_partition_literal
-                from forensics.schema import TableSchema
+                from forensics.log.schema import TableSchema
 
                 base = cond or "t.id = s.id"
                 rewritten = rewrite_with_partition_literal(base, col, mine, TableSchema.from_metadata(md))

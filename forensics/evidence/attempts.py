@@ -19,7 +19,7 @@ from urllib.parse import unquote
 import polars as pl
 
 from forensics.evidence.walk import DataFile
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 
 RE_PART = re.compile(r"^part-(\d{5})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[.-]c(\d{3})(.*)$")
 MIN_GAP_MS = 5
@@ -106,7 +106,7 @@ class Clock:
     intra_commit_gap_ms: int | None
 
 
-def file_clock(log: TableLog, on_disk: dict[str, DataFile], canon) -> Clock:
+def file_clock(log: DeltaLog, on_disk: dict[str, DataFile], canon) -> Clock:
     """Trust file mtimes only when committed files' mtimes agree with their add.modificationTime
     (files copied or restored get new mtimes, and then no time window can be drawn)."""
     adds = log.actions.filter(pl.col("kind") == "add").select(["version", "path", "modification_time"])
@@ -171,7 +171,7 @@ def group_attempts(orphans: list[DataFile], partition_columns: tuple[str, ...], 
     return out
 
 
-def likely_retry(log: TableLog, attempt: Attempt, canon) -> int | None:
+def likely_retry(log: DeltaLog, attempt: Attempt, canon) -> int | None:
     """The first later commit that re-wrote one of the attempt's files byte for byte (same partition,
     same size): a re-run of the failed job, so the failure came before it. Needs room for a window."""
     adds = log.actions.filter(pl.col("kind") == "add").select(["version", "path", "size"])

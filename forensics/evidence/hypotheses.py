@@ -19,10 +19,10 @@ from typing import Any
 import polars as pl
 
 from forensics.evidence.attempts import Attempt, Clock
-from forensics.exitcodes import ForensicsError
-from forensics.log.table import TableLog
-from forensics.sets import StateIndex, writer_family
-from forensics.whatif import WhatIfRequest, WhatIfResult, whatif
+from forensics.errors import ForensicsError
+from forensics.log.delta_log import DeltaLog
+from forensics.sets.commit_sets import StateIndex, writer_family
+from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
 
 MAX_BACK = 20  # read versions tried per hypothesis (latest first)
 AFTER_MS = 60_000  # commits this soon after the last file may still have beaten the attempt
@@ -56,7 +56,7 @@ def partition_predicate(parts: list[dict[str, Any]]) -> str | None:
     return " OR ".join(f"({t})" for t in terms)
 
 
-def app_ids_of(log: TableLog, limit: int = 3) -> list[str]:
+def app_ids_of(log: DeltaLog, limit: int = 3) -> list[str]:
     """Streaming query ids (txn appIds) seen in the log, most recent first."""
     out: list[str] = []
     for raw in reversed(log.commits["txn_app_ids"].to_list()):
@@ -74,7 +74,7 @@ def app_ids_of(log: TableLog, limit: int = 3) -> list[str]:
     return out[:limit]
 
 
-def hypotheses(log: TableLog, attempt: Attempt, writer: str) -> list[Hypothesis]:
+def hypotheses(log: DeltaLog, attempt: Attempt, writer: str) -> list[Hypothesis]:
     parts = [p for p in attempt.partitions]
     pred = partition_predicate(parts)
     blind = Hypothesis("blind-appended into its partitions (read nothing)", "INSERT")
@@ -90,11 +90,11 @@ def hypotheses(log: TableLog, attempt: Attempt, writer: str) -> list[Hypothesis]
     return [blind] + streams + optimize + own + [whole]
 
 
-def _timestamps(log: TableLog) -> list[tuple[int, int | None]]:
+def _timestamps(log: DeltaLog) -> list[tuple[int, int | None]]:
     return [(v, t) for v, t in log.commits.select(["version", "timestamp"]).iter_rows()]
 
 
-def window(log: TableLog, attempt: Attempt, clock: Clock, retry: int | None) -> tuple[int | None, int, list[int], str]:
+def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> tuple[int | None, int, list[int], str]:
     """(until, lowest read version, landed-after versions, why): the commits that could have beaten it."""
     versions = log.versions
     lo_exact = min(versions) if versions else 0
@@ -116,7 +116,7 @@ def window(log: TableLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
     return until, max(lo_exact, until - MAX_BACK), after, why
 
 
-def _try(log: TableLog, state: StateIndex, h: Hypothesis, parts: list[dict], R: int, until: int, rules: str | None) -> WhatIfResult | None:
+def _try(log: DeltaLog, state: StateIndex, h: Hypothesis, parts: list[dict], R: int, until: int, rules: str | None) -> WhatIfResult | None:
     req = WhatIfRequest(read_version=R, operation=h.operation, predicate=h.predicate,
                         partitions=[{k: ("" if v is None else v) for k, v in p.items()} for p in parts if p],
                         rules=rules, until=until, app_id=h.app_id)
@@ -126,7 +126,7 @@ def _try(log: TableLog, state: StateIndex, h: Hypothesis, parts: list[dict], R: 
         return None
 
 
-def replay_attempt(log: TableLog, state: StateIndex, attempt: Attempt, clock: Clock, *, retry: int | None = None,
+def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Clock, *, retry: int | None = None,
                    rules: str | None = None, read_version: int | None = None) -> None:
     """Fill `attempt`'s window and likely exception (in place)."""
     until, r_lo, after, wwhy = window(log, attempt, clock, retry)

@@ -20,11 +20,11 @@ import polars as pl
 from forensics.errortext import ErrorReport
 from forensics.evidence.hypotheses import Hypothesis, partition_predicate
 from forensics.evidence.walk import canonical
-from forensics.exitcodes import ForensicsError
-from forensics.log.table import TableLog
-from forensics.sets import StateIndex
-from forensics.whatif import WhatIfRequest, WhatIfResult, whatif
-from forensics.winner import WinnerMatch, find_winner
+from forensics.errors import ForensicsError
+from forensics.log.delta_log import DeltaLog
+from forensics.sets.commit_sets import StateIndex
+from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
+from forensics.evidence.winner import WinnerMatch, find_winner
 
 FAMILY_RULES = {"delta-rs": "delta-rs", "kernel": "kernel", "databricks": "databricks",
                 "delta-spark<=3.1": "delta-spark<=3.1", "delta-spark-3.2-4.0": "delta-spark-3.2-4.0",
@@ -71,7 +71,7 @@ class ErrorExplanation:
 # --------------------------------------------------------------------------------------
 
 
-def rule_candidates(log: TableLog, report: ErrorReport, window: tuple[int, int] | None) -> list[int]:
+def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] | None) -> list[int]:
     """Commits that carry what the rule needs from a winner (spec §5): adds in the partition,
     a remove of the file, a metaData/protocol/txn action."""
     c = log.commits
@@ -110,7 +110,7 @@ def rule_candidates(log: TableLog, report: ErrorReport, window: tuple[int, int] 
 # --------------------------------------------------------------------------------------
 
 
-def loser_hypotheses(log: TableLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
+def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
     rule = report.rule
     hint_parts = [report.partition] if report.partition else []
     mine = parts or hint_parts
@@ -158,7 +158,7 @@ def loser_hypotheses(log: TableLog, report: ErrorReport, winner: int, parts: lis
     return [Hypothesis("it read the whole table", "MERGE")]
 
 
-def read_version_for(log: TableLog, winner: int, start_ms: int | None) -> tuple[int, str]:
+def read_version_for(log: DeltaLog, winner: int, start_ms: int | None) -> tuple[int, str]:
     if start_ms is not None:
         before = [v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t <= start_ms and v < winner]
         if before:
@@ -166,7 +166,7 @@ def read_version_for(log: TableLog, winner: int, start_ms: int | None) -> tuple[
     return winner - 1, f"readVersion {winner - 1}: assumed just before the winner (the loser's own readVersion is not in the text)"
 
 
-def replay_loser(log: TableLog, state: StateIndex, report: ErrorReport, winner: int, *, parts: list[dict[str, Any]],
+def replay_loser(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: int, *, parts: list[dict[str, Any]],
                  rules: str | None, start_ms: int | None) -> tuple[WhatIfResult | None, Hypothesis | None, bool, str]:
     R, rwhy = read_version_for(log, winner, start_ms)
     if R < 0:
@@ -198,7 +198,7 @@ def _same_rule(a: str | None, b: str | None) -> bool:
     return {a, b} == {"ConcurrentWriteException", "ConcurrentDeleteDeleteException"}
 
 
-def explain_error(log: TableLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
+def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
                   state: StateIndex | None = None, evidence=None) -> ErrorExplanation:
     """Find the winner, rebuild the loser, replay it, and advise (spec §5, §7)."""
     from forensics.evidence.advice import advice_for

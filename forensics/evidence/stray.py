@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.log import listing as L
-from forensics.log.table import TableLog, read_small
+from forensics.log.delta_log import DeltaLog, read_small
 from forensics.safe import inert
 
 _VERSION = re.compile(r"(\d{20})")
@@ -103,7 +103,7 @@ def _read(f: L.LogFile) -> bytes | None:
         return None
 
 
-def stray_commits(log: TableLog) -> list[StrayCommit]:
+def stray_commits(log: DeltaLog) -> list[StrayCommit]:
     out: list[StrayCommit] = []
     listing = log.listing
     for f in listing.temp_commits:

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import polars as pl
 
 from forensics.log import listing as L
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.model import Finding
 
 MAX_FILES = 200_000  # a walk bound: a huge table root is reported, not hung on
@@ -95,7 +95,7 @@ def canonical(path: str, table_uri: str) -> str | None:
     return norm.replace(os.sep, "/")
 
 
-def referenced_paths(log: TableLog, extra: pl.DataFrame | None = None) -> set[str]:
+def referenced_paths(log: DeltaLog, extra: pl.DataFrame | None = None) -> set[str]:
     """Every data, cdc and deletion-vector file named by the retained log (and its base checkpoint)."""
     out: set[str] = set()
     frames = [log.actions] + ([extra] if extra is not None and extra.height else [])
@@ -122,7 +122,7 @@ def _skip_dir(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def walk_table(log: TableLog, extra_actions: pl.DataFrame | None = None) -> Walk:
+def walk_table(log: DeltaLog, extra_actions: pl.DataFrame | None = None) -> Walk:
     """List the data files under the table root (local or object store) without following links."""
     root = log.location
     files: list[DataFile] = []

@@ -1,4 +1,4 @@
-"""Exports of the one Timeline model (forensics.timeline): tables, Chrome trace, Mermaid, HTML.
+"""Exports of the one Timeline model (forensics.analysis.timeline): tables, Chrome trace, Mermaid, HTML.
 
 `write_export` never writes under a table directory: `check_output_path` refuses such a path.
 """
@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from forensics.exitcodes import ExitCode, ForensicsError
-from forensics.timeline import Timeline
+from forensics.errors import ExitCode, ForensicsError
+from forensics.analysis.timeline import Timeline
 
 FORMATS = ("json", "csv", "parquet", "chrome-trace", "mermaid", "html")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.safe import inert
-from forensics.timeline import Span, Timeline
+from forensics.analysis.timeline import Span, Timeline
 
 PID = 1
 LOG_TID = 1

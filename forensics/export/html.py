@@ -15,7 +15,7 @@ from forensics.export.chrome import assign_lanes, span_bounds
 from forensics.export.mermaid import mermaid
 from forensics.export.tables import hive, iso
 from forensics.safe import inert
-from forensics.timeline import Span, Timeline
+from forensics.analysis.timeline import Span, Timeline
 
 COLORS = {"clean": "#3f9b5a", "serial": "#9cc5a8", "reordered": "#d9a21b", "anomaly": "#c8372d", "skipped": "#9a9a9a", "aborted": "#7a1f9c"}
 MAX_LANES = 6

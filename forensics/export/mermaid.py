@@ -13,7 +13,7 @@ from pathlib import Path
 
 from forensics.export.tables import hive
 from forensics.safe import inert
-from forensics.timeline import Span, Timeline
+from forensics.analysis.timeline import Span, Timeline
 
 _ENTITIES = {
     "#": "#35;",  # first: the entity syntax itself

@@ -40,7 +40,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.timeline import Timeline
+from forensics.analysis.timeline import Timeline
 
 SPAN_SCHEMA: dict[str, Any] = {
     "span_id": pl.Utf8,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 from urllib.parse import urlparse
 
-from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.errors import ExitCode, ForensicsError
 from forensics.model import Finding
 
 _V = r"(\d{20})"

@@ -21,10 +21,10 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import Checkpoint, LogFile, LogListing
 from forensics.model import Finding
-from forensics.spark import error_summary
+from forensics.runtime.spark import error_summary
 
 # Column names of the Arrow tables this module returns (the cache stores them as is).
 ACTION_COLUMNS = [

@@ -14,10 +14,10 @@ from urllib.parse import unquote
 
 import polars as pl
 
-from forensics.exitcodes import ExitCode, ForensicsError
+from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import Checkpoint
 from forensics.log.reader import read_checkpoint
-from forensics.log.table import TableLog
+from forensics.log.delta_log import DeltaLog
 from forensics.model import Finding, Metadata, Protocol, Snapshot
 
 
@@ -64,7 +64,7 @@ def with_keys(actions: pl.DataFrame, table_uri: str) -> pl.DataFrame:
 
 
 def checkpoint_tables(
-    log: TableLog, cp: Checkpoint, *, stats: bool = True
+    log: DeltaLog, cp: Checkpoint, *, stats: bool = True
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[Finding]]:
     """The checkpoint's file actions and other actions, from the cache or read with Spark.
 
@@ -87,7 +87,7 @@ def checkpoint_tables(
     try:
         parsed = read_checkpoint(spark, log.listing, cp, stats=stats)
     except Exception as e:  # noqa: BLE001 - e.g. a corrupt sidecar only fails when collected
-        from forensics.spark import error_summary
+        from forensics.runtime.spark import error_summary
 
         msg = e.message if isinstance(e, ForensicsError) else f"checkpoint could not be read: {error_summary(e)}"
         raise ForensicsError(
@@ -164,7 +164,7 @@ def _short(vs: list[int]) -> str:
 # --------------------------------------------------------------------------------------
 
 
-def state_actions(log: TableLog, version: int, findings: list[Finding] | None = None, *, stats: bool = True):
+def state_actions(log: DeltaLog, version: int, findings: list[Finding] | None = None, *, stats: bool = True):
     """(file actions, other actions, base checkpoint) up to `version`, in log order.
 
     A checkpoint that cannot be read is reported and the next older base is tried.
@@ -250,7 +250,7 @@ class SnapshotFrame:
     has_stats: bool  # False: `stats` may be null although the log has them
 
 
-def snapshot_frame(log: TableLog, version: int | None = None, *, stats: bool = True) -> tuple[SnapshotFrame, list[Finding]]:
+def snapshot_frame(log: DeltaLog, version: int | None = None, *, stats: bool = True) -> tuple[SnapshotFrame, list[Finding]]:
     """Table state at `version` (default latest), files as a frame; stats=False may skip stats."""
     if version is None:
         version = log.latest_version
@@ -283,7 +283,7 @@ def snapshot_frame(log: TableLog, version: int | None = None, *, stats: bool = T
     return frame, findings
 
 
-def snapshot(log: TableLog, version: int | None = None) -> tuple[Snapshot, list[Finding]]:
+def snapshot(log: DeltaLog, version: int | None = None) -> tuple[Snapshot, list[Finding]]:
     """Table state at `version` (default latest) with every active file as a FileAction."""
     from forensics.log.file_actions import file_actions
 
@@ -360,9 +360,9 @@ def metadata_from_json(payload: str | None) -> Metadata | None:
     )
 
 
-def _crc_check(log: TableLog, version: int, num_files: int) -> list[Finding]:
+def _crc_check(log: DeltaLog, version: int, num_files: int) -> list[Finding]:
     """Cross-check the replayed file count with the version checksum (.crc), when there is one."""
-    from forensics.log.table import read_small
+    from forensics.log.delta_log import read_small
 
     f = log.listing.crc.get(version)
     if f is None:

@@ -12,7 +12,7 @@ from sqlglot import exp
 from forensics.predicates import casts
 from forensics.predicates.classify import infer_target_alias
 from forensics.predicates.parse import DIALECT, identifier, parse_predicate
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 _NUMERIC = {"int", "long", "short", "byte", "double", "float"}
 

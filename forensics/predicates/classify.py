@@ -18,7 +18,7 @@ from forensics.predicates.parse import (
     split_and,
 )
 from forensics.predicates.parsed import TRUE_PREDICATE, ParsedPredicate
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 # Alias names people use for the MERGE target / source (heuristic, labelled in `why`).
 TARGET_ALIASES = {"target", "t", "tgt", "trg", "dest", "destination", "tar", "old", "olddata", "existing", "main", "sink"}

@@ -28,7 +28,7 @@ from sqlglot import exp
 from forensics.predicates import casts
 from forensics.predicates.parse import is_deterministic_node, parse_predicate
 from forensics.predicates.parsed import TRUNCATION_MARK, ParsedPredicate
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 from forensics.predicates.outcomes import (
     _CMP_OPS,

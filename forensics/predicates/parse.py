@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from forensics.predicates import lexer
 from forensics.predicates.parsed import TRUNCATION_MARK, ParsedPredicate
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 DIALECT = "spark"
 MAX_PREDICATE_CHARS = 64 * 1024

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forensics.model import FileAction
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 
 @dataclass(frozen=True)

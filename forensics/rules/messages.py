@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forensics.rules.profiles import Profile
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 ERROR_CLASSES = {  # spec §7.2 (sqlState 2D521)
     "ConcurrentAppendException": "DELTA_CONCURRENT_APPEND",

@@ -12,7 +12,7 @@ from forensics.model import FileAction, Metadata, Protocol, Transaction
 from forensics.rules.matching import stats_match
 from forensics.rules.profiles import Profile
 from forensics.rules.results import CheckOutcome
-from forensics.schema import TableSchema
+from forensics.log.schema import TableSchema
 
 
 def delta_rs_predicate(txn: Transaction) -> str | None:

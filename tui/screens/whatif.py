@@ -25,7 +25,7 @@ ISOLATION = ("Serializable", "WriteSerializable", "SnapshotIsolation")
 
 def _operations() -> tuple[str, ...]:
     try:
-        from forensics.whatif import OPERATIONS
+        from forensics.replay.whatif import OPERATIONS
 
         return tuple(OPERATIONS)
     except ImportError:
@@ -127,7 +127,7 @@ class WhatIfScreen(Screen[None]):
         self.query_one("#wi-read", Input).focus()
 
     def request(self):
-        from forensics.whatif import WhatIfRequest
+        from forensics.replay.whatif import WhatIfRequest
 
         def val(sel_id: str) -> str | None:
             v = self.query_one(sel_id, Select).value
@@ -158,7 +158,7 @@ class WhatIfScreen(Screen[None]):
         try:
             req = self.request()
         except ImportError:
-            out.update(Text("what-if not available yet (forensics.whatif is missing)", style="yellow"))
+            out.update(Text("what-if not available yet (forensics.replay.whatif is missing)", style="yellow"))
             return
         except ValueError:
             out.update(Text("read version must be a whole number", style="red"))
@@ -168,7 +168,7 @@ class WhatIfScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="whatif")
     def run_whatif(self, req: Any) -> None:
-        from forensics.whatif import whatif
+        from forensics.replay.whatif import whatif
 
         try:
             res = whatif(self.table_log, req)

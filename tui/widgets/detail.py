@@ -123,7 +123,7 @@ def actions_block(actions: pl.DataFrame, others: pl.DataFrame) -> RenderableType
 
 
 def sets_block(sets: Any) -> RenderableType:
-    """Read and write sets with their exact/inferred labels (forensics.sets.CommitSets)."""
+    """Read and write sets with their exact/inferred labels (forensics.sets.commit_sets.CommitSets)."""
     j = sets.to_json() if hasattr(sets, "to_json") else {}
     r, w = j.get("read", {}), j.get("write", {})
     read_pairs: list[tuple[str, Any]] = [

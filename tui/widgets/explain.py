@@ -1,6 +1,6 @@
 """The explain pane: the `explain` command's narrative for the selected version.
 
-forensics.explain may not exist yet in a given build; then the pane says so and tells what the
+forensics.analysis.explain may not exist yet in a given build; then the pane says so and tells what the
 replay verdict alone shows. The winning commit is one keypress away (`w`).
 """
 
@@ -18,7 +18,7 @@ from forensics import safe
 
 def explain_available() -> bool:
     try:
-        from forensics.explain import explain_version  # noqa: F401
+        from forensics.analysis.explain import explain_version  # noqa: F401
     except ImportError:
         return False
     return True
@@ -37,8 +37,8 @@ def narrative_text(lines: list[tuple[str, str]]) -> Text:
 
 
 def fallback_lines(version: int, read_version: int | None, window: list[int], verdict: Any | None) -> list[tuple[str, str]]:
-    """What the replay verdict alone says, when forensics.explain is missing."""
-    lines: list[tuple[str, str]] = [("dim italic", "explain not available yet (forensics.explain is missing): replay verdict only"), ("", "")]
+    """What the replay verdict alone says, when forensics.analysis.explain is missing."""
+    lines: list[tuple[str, str]] = [("dim italic", "explain not available yet (forensics.analysis.explain is missing): replay verdict only"), ("", "")]
     if read_version is None:
         lines.append(("", f"version {version} recorded no readVersion: its concurrency window is unknown."))
     elif not window:

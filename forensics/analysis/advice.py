@@ -1,0 +1,191 @@
+"""What to change, grounded in the evidence of one conflict (or one reorder).
+
+Each piece of advice names the fact it rests on (a predicate without a partition literal, a
+winner that was a blind append, a shared appId, ...). No advice is given without such a fact.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from forensics.model import WinningCommit
+from forensics.sets.commit_sets import CommitSets
+
+
+@dataclass(frozen=True)
+class Advice:
+    title: str
+    detail: str
+    evidence: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"title": self.title, "detail": self.detail, "evidence": self.evidence}
+
+
+def _values(files, col: str) -> list[str]:
+    vals = sorted({str(f.partition_values.get(col)) for f in files if f.partition_values.get(col) is not None})
+    return vals
+
+
+def advise(
+    sets: CommitSets,
+    *,
+    exception: str | None,
+    winners: list[WinningCommit],
+    winning_version: int | None,
+    reordered_before: list[int],
+    isolation_level: str | None,
+    table_config: dict[str, str] | None = None,
+    writer: str = "delta-spark",
+    operation_parameters: dict[str, Any] | None = None,
+) -> list[Advice]:
+    out: list[Advice] = []
+    op = (sets.operation or "").upper()
+    pcols = list(sets.schema.partition_columns)
+    cfg = table_config or {}
+    r, w = sets.read, sets.write
+    winner = next((x for x in winners if x.version == winning_version), None)
+    params = operation_parameters or {}
+
+    if exception == "ConcurrentAppendException":
+        if op == "MERGE" and pcols and r.partition_predicates in (["TRUE"], []):
+            col = pcols[0]
+            mine = _values(w.adds + w.removes, col)
+            theirs = _values(winner.adds, col) if winner else []
+            cond = _merge_condition(params)
+            if mine and cond:
+                from forensics.predicates import rewrite_with_partition_literal
+
+                try:
+                    rewritten = rewrite_with_partition_literal(cond, col, mine, sets.schema)
+                except Exception:  # noqa: BLE001 - advice must not fail the explanation
+                    rewritten = f"{cond} AND t.{col} IN ({', '.join(repr(v) for v in mine)})"
+                out.append(
+                    Advice(
+                        "Add a literal partition predicate to the MERGE condition",
+                        f"The MERGE condition names no `{col}` literal, so Delta records a read of every partition "
+                        f"and any concurrent write conflicts. Rewritten: {rewritten}",
+                        f"this MERGE wrote {col} in {mine}; the winner v{winning_version} added files in {col} in {theirs or '?'}",
+                    )
+                )
+        if op in ("DELETE", "UPDATE") and pcols and r.partition_predicates == ["TRUE"] and r.data_predicates:
+            cols = _predicate_columns(r.data_predicates, sets)
+            out.append(
+                Advice(
+                    "Add a partition predicate to the condition",
+                    f"The condition only filters data columns ({', '.join(cols) or 'see data predicates'}); Delta counts that as a "
+                    f"read of the whole table. Add a literal condition on {', '.join(pcols)} for the partitions you change.",
+                    f"data predicates: {'; '.join(r.data_predicates)}",
+                )
+            )
+        if not pcols and r.data_predicates:
+            cols = _predicate_columns(r.data_predicates, sets)
+            if cols:
+                out.append(
+                    Advice(
+                        f"Partition (or cluster) the table by {cols[0]}",
+                        "On an unpartitioned table every non-blind transaction conflicts with every concurrent add (delta-spark ≥3.1). "
+                        f"Your predicates filter on {', '.join(cols)}.",
+                        f"table is unpartitioned; data predicates: {'; '.join(r.data_predicates)}",
+                    )
+                )
+        if op in ("WRITE", "STREAMING UPDATE") and not w.removes and not w.is_blind_append:
+            out.append(
+                Advice(
+                    "Make the INSERT a blind append",
+                    "This append read the table it writes to (isBlindAppend=false), so concurrent writes conflict with it. "
+                    "Compute the rows without reading the target in the same transaction, or use MERGE with a partition literal.",
+                    "commitInfo.isBlindAppend=false with only add actions",
+                )
+            )
+        if winner is not None and winner.is_blind_append is None:
+            out.append(
+                Advice(
+                    "Upgrade the concurrent writer (or have it record isBlindAppend)",
+                    "The winner did not record isBlindAppend, so Delta treats its appends as data changes even under WriteSerializable.",
+                    f"v{winner.version} commitInfo has no isBlindAppend (writer: {winner.commit.engine_info if winner.commit else 'unknown'})",
+                )
+            )
+        if isolation_level == "Serializable" and winner is not None and winner.is_blind_append:
+            out.append(
+                Advice(
+                    "Consider WriteSerializable (Databricks) if appends may be reordered",
+                    "Under WriteSerializable a concurrent blind append is forgiven and the transactions are serialized in the "
+                    "other order; OSS delta-spark only accepts Serializable.",
+                    f"the winner v{winner.version} is a blind append; this transaction ran at Serializable",
+                )
+            )
+    if exception in ("ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException"):
+        involved = [x for x in winners if x.version == winning_version]
+        wop = (involved[0].operation or "").upper() if involved else ""
+        if "OPTIMIZE" in (op, wop):
+            out.append(
+                Advice(
+                    "Keep OPTIMIZE away from partitions being written, or enable deletion vectors",
+                    "OPTIMIZE rewrites files other writers read or delete; schedule it on cold partitions (WHERE on the partition "
+                    "column) or when writers are idle. On Databricks, deletion vectors let OPTIMIZE and DML avoid conflicts.",
+                    f"the conflict involves OPTIMIZE (this: {op or '?'}, winner v{winning_version}: {wop or '?'})",
+                )
+            )
+        if cfg.get("delta.enableDeletionVectors") != "true" and writer == "databricks" and not pcols:
+            out.append(
+                Advice(
+                    "Enable deletion vectors for row-level concurrency",
+                    "Databricks resolves concurrent DML at row level on unpartitioned tables with deletion vectors (DBR 14.2+).",
+                    "writer is Databricks; table is unpartitioned; delta.enableDeletionVectors is not true",
+                )
+            )
+    if exception == "ConcurrentTransactionException":
+        out.append(
+            Advice(
+                "Give each streaming query its own checkpoint",
+                "Two writers committed with the same txn appId (the streaming query id): two instances of one query share a checkpoint.",
+                f"shared appId(s): {', '.join(sorted(set(w.app_txns) & set(winner.app_txns))) if winner else '?'}",
+            )
+        )
+    if exception == "MetadataChangedException":
+        out.append(
+            Advice(
+                "Run ALTER TABLE / property changes when writers are idle",
+                "Every metadata change fails every concurrent writer (delta-spark ≥4.1 tolerates a few property changes).",
+                f"the winner v{winning_version} changed the table metadata",
+            )
+        )
+    if exception == "ProtocolChangedException":
+        out.append(
+            Advice(
+                "Create the table (and upgrade its protocol) before concurrent writers start",
+                "A protocol change, or two writers creating the table at once, fails concurrent writers.",
+                f"the winner v{winning_version} carries a protocol action",
+            )
+        )
+    if reordered_before and isolation_level in ("WriteSerializable", "SnapshotIsolation"):
+        out.append(
+            Advice(
+                "Check that the reorder is acceptable; else use Serializable",
+                f"This {op or 'transaction'} is serialized before {', '.join('v' + str(v) for v in reordered_before)}: rows those "
+                "commits added survive although the log lists them first. Set delta.isolationLevel = 'Serializable' to abort instead.",
+                f"isolation level {isolation_level}; forgiven winners {reordered_before}",
+            )
+        )
+    return out
+
+
+def _merge_condition(params: dict[str, Any]) -> str | None:
+    p = params.get("mergePredicate") or params.get("predicate")
+    if isinstance(p, list):
+        p = p[0] if p else None
+    return p if isinstance(p, str) and p.strip() else None
+
+
+def _predicate_columns(preds: list[str], sets: CommitSets) -> list[str]:
+    from forensics.predicates import parse_predicate
+
+    c: Counter[str] = Counter()
+    for p in preds:
+        for col in parse_predicate(p, sets.schema).columns:
+            if not sets.schema.is_partition_column(col):
+                c[col] += 1
+    return [k for k, _ in c.most_common()]

@@ -1,0 +1,361 @@
+"""Contention statistics, in the spirit of a database's lock statistics.
+
+Computed from the Timeline (forensics.analysis.timeline) and the commit index. JSON shape (`Stats.to_json`):
+
+{
+  "schema_version": 1,
+  "table": str, "from_version": int, "to_version": int,
+  "window": "1h", "window_ms": 3600000,
+  "totals": {"commits": n, "stale_windows": n, "conflicts": n, "reorders": n, "aborted_attempts": n,
+             "skipped": n},
+  "partitions": [            # most contended first, whole range
+     {"partition": "date=2024-06-25" | "(table)", "commits": n, "stale_windows": n, "overlaps": n,
+      "conflicts": n, "reorders": n, "aborted_attempts": n, "score": n}],
+  "files": [{"file": path, "conflicts": n, "reorders": n, "aborted_attempts": n}],
+  "buckets": [               # per time window (by commit / abort time), same counters per partition
+     {"start_ms": t, "end_ms": t, "start_utc": str, "partitions": [...as above...], "files": [...]}],
+  "operation_matrix": {
+     "categories": ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "STREAMING", "OTHER", "UNKNOWN"],
+     "cells": [{"current": cat, "winner": cat, "pairs": n, "clean": n, "reordered": n, "conflict": n,
+                "aborted": n, "unchecked": n}]},
+  "concurrency": [{"start_ms": t, "end_ms": t, "transactions": n, "max_concurrent": n, "commits": n,
+                   "stale_windows": n}],
+  "retries": {"metrics": [{"version": v, "writer": id, "key": "num_retries", "value": n}],
+              "metric_totals": {"num_retries": n},
+              "repeats": [{"version": v, "previous_version": v, "writer": id, "operation": op,
+                           "partitions": [...], "gap_ms": n, "median_gap_ms": n, "why": str}],
+              "attempts": [{"span_id": id, "partitions": [...], "winning_version": v,
+                            "retry_version": v|null, "overlapping_commits": [v...]}]}
+}
+
+Definitions. A *stale window*: a commit whose readVersion R < V-1 (winners R+1..V-1 landed in
+between; spec §3). Partition of a commit: the distinct partitionValues of its add/remove actions
+("(table)" when it wrote none: unpartitioned table or metadata only). *overlaps*: stale windows
+in which at least one winner wrote the same partition. *conflicts*: commits the replay says
+should have aborted (anomaly), counted at the partition the rule named; *reorders*: serial-order
+marks (spec §6), counted at the partitions of the winner that was forgiven; *aborted_attempts*:
+attempts from forensics.evidence (inferred). The matrix rows are the current transaction's
+operation class and the columns the winner's, as in Delta's isolation-level documentation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.errors import ExitCode, ForensicsError
+from forensics.export.tables import hive, iso
+from forensics.log.delta_log import DeltaLog
+from forensics.sets.commit_sets import METADATA_ONLY_OPS, REPLACE_OPS
+from forensics.analysis.timeline import Span, Timeline
+
+SCHEMA_VERSION = 1
+CATEGORIES = ("INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "STREAMING", "OTHER", "UNKNOWN")
+TABLE_KEY = "(table)"
+RETRY_METRIC = re.compile(r"retr|attempt", re.I)
+REPEAT_GAP_FACTOR = 3  # a gap this many times the writer's median gap is "after a gap"
+
+
+def parse_window(text: str) -> int:
+    """'1h', '15m', '30s', '1d', '500ms' -> milliseconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*", text or "")
+    if not m:
+        raise ForensicsError(ExitCode.USAGE, f"--window {text!r}: use a number and a unit, e.g. 15m, 1h, 1d")
+    n = float(m.group(1)) * {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}[m.group(2)]
+    if n < 1:
+        raise ForensicsError(ExitCode.USAGE, f"--window {text!r} is shorter than 1 ms")
+    return int(n)
+
+
+def op_category(operation: str | None, params: dict[str, Any] | None = None, has_files: bool = True) -> str:
+    """Delta's isolation-level table classes: INSERT, UPDATE/DELETE/MERGE, OPTIMIZE, METADATA, STREAMING."""
+    if operation is None:
+        return "UNKNOWN"
+    op = operation.strip().upper()
+    mode = str((params or {}).get("mode", "")).lower()
+    if op == "STREAMING UPDATE":
+        return "STREAMING"
+    if op in ("WRITE", "INSERT", "APPEND") or op.startswith("WRITE"):
+        return "UPDATE/DELETE/MERGE" if mode == "overwrite" else "INSERT"
+    if op in ("DELETE", "UPDATE", "MERGE", "TRUNCATE") or op.startswith("MERGE"):
+        return "UPDATE/DELETE/MERGE"
+    if op in ("OPTIMIZE", "REORG", "REORG TABLE", "ZORDER") or op.startswith("OPTIMIZE"):
+        return "OPTIMIZE"
+    if op in METADATA_ONLY_OPS or op in REPLACE_OPS or op.startswith(("ALTER", "SET ", "UNSET ", "CREATE")):
+        return "METADATA"
+    return "OTHER"
+
+
+@dataclass
+class _Counter:
+    commits: int = 0
+    stale_windows: int = 0
+    overlaps: int = 0
+    conflicts: int = 0
+    reorders: int = 0
+    aborted_attempts: int = 0
+
+    @property
+    def score(self) -> int:
+        return self.conflicts * 4 + self.aborted_attempts * 4 + self.reorders * 2 + self.overlaps
+
+    def to_json(self, key: str, name: str) -> dict[str, Any]:
+        return {name: key, "commits": self.commits, "stale_windows": self.stale_windows, "overlaps": self.overlaps,
+                "conflicts": self.conflicts, "reorders": self.reorders, "aborted_attempts": self.aborted_attempts,
+                "score": self.score}
+
+
+@dataclass
+class Stats:
+    table: str
+    from_version: int | None
+    to_version: int | None
+    window_ms: int
+    window: str
+    totals: dict[str, int]
+    partitions: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    buckets: list[dict[str, Any]]
+    operation_matrix: dict[str, Any]
+    concurrency: list[dict[str, Any]]
+    retries: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "table": self.table,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "window": self.window,
+            "window_ms": self.window_ms,
+            "totals": self.totals,
+            "partitions": self.partitions,
+            "files": self.files,
+            "buckets": self.buckets,
+            "operation_matrix": self.operation_matrix,
+            "concurrency": self.concurrency,
+            "retries": self.retries,
+            "notes": self.notes,
+        }
+
+
+def _pkeys(parts: list[dict[str, Any]] | None) -> list[str]:
+    keys = sorted({hive(p) or TABLE_KEY for p in (parts or [])})
+    return keys or [TABLE_KEY]
+
+
+def _stale(s: Span) -> bool:
+    return s.kind == "commit" and s.version is not None and s.read_version is not None and s.read_version < s.version - 1
+
+
+def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window: str = "1h", top: int = 20) -> Stats:
+    recs = {r.version: r for r in log.records()}
+    by_v = {s.version: s for s in tl.commits if s.version is not None}
+    wins = {v: _pkeys(recs[v].partitions_touched) if v in recs else [TABLE_KEY] for v in recs}
+
+    def bucket_of(t: int | None) -> int | None:
+        return None if t is None else (t // window_ms) * window_ms
+
+    parts: dict[str, _Counter] = {}
+    files: dict[str, dict[str, int]] = {}
+    bparts: dict[int | None, dict[str, _Counter]] = {}
+    bfiles: dict[int | None, dict[str, dict[str, int]]] = {}
+
+    def bump(b: int | None, key: str, attr: str) -> None:
+        for d in (parts, bparts.setdefault(b, {})):
+            c = d.setdefault(key, _Counter())
+            setattr(c, attr, getattr(c, attr) + 1)
+
+    def fbump(b: int | None, path: str | None, attr: str) -> None:
+        if not path:
+            return
+        for d in (files, bfiles.setdefault(b, {})):
+            c = d.setdefault(path, {"conflicts": 0, "reorders": 0, "aborted_attempts": 0})
+            c[attr] += 1
+
+    totals = {"commits": 0, "stale_windows": 0, "conflicts": 0, "reorders": 0, "aborted_attempts": 0, "skipped": 0}
+    for s in tl.spans:
+        b = bucket_of(s.end_ms)
+        if s.kind == "attempt":
+            totals["aborted_attempts"] += 1
+            for k in ([hive(s.partition) or TABLE_KEY] if s.partition is not None else _pkeys(s.partitions)):
+                bump(b, k, "aborted_attempts")
+            fbump(b, s.file, "aborted_attempts")
+            continue
+        totals["commits"] += 1
+        mine = wins.get(s.version, _pkeys(s.partitions))  # type: ignore[arg-type]
+        for k in mine:
+            bump(b, k, "commits")
+        if s.verdict == "skipped":
+            totals["skipped"] += 1
+        if _stale(s):
+            totals["stale_windows"] += 1
+            winner_parts = set()
+            for w in range(s.read_version + 1, s.version):  # type: ignore[operator]
+                winner_parts.update(wins.get(w, []))
+            for k in mine:
+                bump(b, k, "stale_windows")
+                if k in winner_parts:
+                    bump(b, k, "overlaps")
+        if s.verdict == "anomaly":
+            totals["conflicts"] += 1
+            keys = [hive(s.partition) or TABLE_KEY] if s.partition is not None else mine
+            for k in keys:
+                bump(b, k, "conflicts")
+            fbump(b, s.file, "conflicts")
+        for w in s.reordered_before:
+            totals["reorders"] += 1
+            for k in wins.get(w, [TABLE_KEY]):
+                bump(b, k, "reorders")
+            wa = log.actions_of(w)
+            for path in wa.filter(wa["kind"] == "add")["path"].to_list():
+                fbump(b, path, "reorders")
+
+    def ranked(d: dict[str, _Counter], name: str) -> list[dict[str, Any]]:
+        rows = [c.to_json(k, name) for k, c in d.items()]
+        rows.sort(key=lambda r: (-r["score"], -r["stale_windows"], -r["commits"], r[name]))
+        return rows[:top]
+
+    def franked(d: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+        rows = [{"file": k, **c} for k, c in d.items()]
+        rows.sort(key=lambda r: (-(r["conflicts"] * 4 + r["aborted_attempts"] * 4 + r["reorders"]), r["file"]))
+        return rows[:top]
+
+    buckets = [
+        {"start_ms": b, "end_ms": None if b is None else b + window_ms, "start_utc": iso(b),
+         "partitions": ranked(bparts.get(b, {}), "partition"), "files": franked(bfiles.get(b, {}))}
+        for b in sorted(set(bparts) | set(bfiles), key=lambda x: -1 if x is None else x)
+    ]
+    return Stats(
+        table=tl.table,
+        from_version=tl.from_version,
+        to_version=tl.to_version,
+        window_ms=window_ms,
+        window=window,
+        totals=totals,
+        partitions=ranked(parts, "partition"),
+        files=franked(files),
+        buckets=buckets,
+        operation_matrix=operation_matrix(tl, recs),
+        concurrency=concurrency(tl, window_ms),
+        retries=retries(tl, recs, by_v),
+        notes=list(tl.notes),
+    )
+
+
+def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
+    """Pairs (current txn, winner) over every replayed window, by outcome of that pair's check."""
+    cells: dict[tuple[str, str], dict[str, int]] = {}
+
+    def cat(v: int) -> str:
+        r = recs.get(v)
+        return op_category(r.operation, r.operation_parameters, bool(r.num_add or r.num_remove)) if r else "UNKNOWN"
+
+    def add(cur: str, win: str, outcome: str) -> None:
+        c = cells.setdefault((cur, win), {"pairs": 0, "clean": 0, "reordered": 0, "conflict": 0, "aborted": 0, "unchecked": 0})
+        c["pairs"] += 1
+        c[outcome] += 1
+
+    for s in tl.spans:
+        if s.kind == "attempt":
+            if s.winning_version is not None:
+                add(op_category(s.operation) if s.operation else "UNKNOWN", cat(s.winning_version), "aborted")
+            continue
+        if s.verdict == "serial" or not s.window or s.version is None:
+            continue
+        cur = cat(s.version)
+        for w in s.window:
+            if s.verdict == "skipped":
+                out = "unchecked"
+            elif s.verdict == "anomaly" and s.winning_version is not None:
+                # spec §5.10: checks stop at the first winner that aborts the transaction
+                out = "conflict" if w == s.winning_version else ("clean" if w < s.winning_version else "unchecked")
+            elif w in s.reordered_before:
+                out = "reordered"
+            else:
+                out = "clean"
+            add(cur, cat(w), out)
+    used = [c for c in CATEGORIES if any(c in k for k in cells)]
+    return {
+        "categories": used,
+        "cells": [{"current": a, "winner": b, **v} for (a, b), v in sorted(cells.items(), key=lambda kv: (CATEGORIES.index(kv[0][0]), CATEGORIES.index(kv[0][1])))],
+    }
+
+
+def concurrency(tl: Timeline, window_ms: int) -> list[dict[str, Any]]:
+    """Per bucket: transactions whose read→commit window touches it, and the most open at once."""
+    iv = [(s.start_ms, s.end_ms) for s in tl.commits if s.start_ms is not None and s.end_ms is not None]
+    iv += [(s.start_ms, s.end_ms) for s in tl.attempts if s.start_ms is not None and s.end_ms is not None]
+    ends = [s.end_ms for s in tl.commits if s.end_ms is not None]
+    if not iv and not ends:
+        return []
+    lo = min([a for a, _ in iv] + ends)
+    hi = max([b for _, b in iv] + ends)
+    out = []
+    b = (lo // window_ms) * window_ms
+    while b <= hi:
+        e = b + window_ms
+        inside = [(max(a, b), min(z, e - 1)) for a, z in iv if a < e and z >= b]
+        points = sorted([(a, 0) for a, _ in inside] + [(z, 1) for _, z in inside])  # starts before ends at one instant
+        cur = best = 0
+        for _, kind in points:
+            cur += 1 if kind == 0 else -1
+            best = max(best, cur)
+        commits = [s for s in tl.commits if s.end_ms is not None and b <= s.end_ms < e]
+        out.append({"start_ms": b, "end_ms": e, "start_utc": iso(b), "transactions": len(inside), "max_concurrent": best,
+                    "commits": len(commits), "stale_windows": sum(1 for s in commits if _stale(s))})
+        b = e
+        if len(out) > 10_000:
+            break  # a tiny --window over a long range: stop rather than print a million rows
+    return out
+
+
+def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span]) -> dict[str, Any]:
+    metrics, totals = [], {}
+    for v in sorted(by_v):
+        r = recs.get(v)
+        for k, val in ((r.operation_metrics or {}) if r else {}).items():
+            if not RETRY_METRIC.search(str(k)):
+                continue
+            try:
+                n = int(val)
+            except (TypeError, ValueError):
+                continue
+            if n > 0:
+                metrics.append({"version": v, "writer": by_v[v].writer, "key": str(k), "value": n})
+                totals[str(k)] = totals.get(str(k), 0) + n
+    # Repeats: the same writer, operation, parameters and partitions again after an unusual pause
+    # (inferred: a job re-run after a failure looks like this; so does a scheduled job).
+    repeats = []
+    seq: dict[str, list[Span]] = {}
+    for v in sorted(by_v):
+        seq.setdefault(by_v[v].writer, []).append(by_v[v])
+    for wid, spans in seq.items():
+        gaps = [b.end_ms - a.end_ms for a, b in zip(spans, spans[1:]) if a.end_ms is not None and b.end_ms is not None]
+        med = statistics.median(gaps) if gaps else 0
+        for a, b in zip(spans, spans[1:]):
+            ra, rb = recs.get(a.version), recs.get(b.version)
+            if ra is None or rb is None or a.end_ms is None or b.end_ms is None:
+                continue
+            same = (ra.operation == rb.operation and json.dumps(ra.operation_parameters, sort_keys=True, default=str)
+                    == json.dumps(rb.operation_parameters, sort_keys=True, default=str) and _pkeys(ra.partitions_touched) == _pkeys(rb.partitions_touched))
+            gap = b.end_ms - a.end_ms
+            if same and b.version - a.version > 1 and gap > REPEAT_GAP_FACTOR * med and gap > 0:
+                repeats.append({"version": b.version, "previous_version": a.version, "writer": wid, "operation": rb.operation,
+                                "partitions": _pkeys(rb.partitions_touched), "gap_ms": gap, "median_gap_ms": int(med),
+                                "why": f"same writer, operation, parameters and partitions as v{a.version}, after {gap} ms "
+                                       f"(> {REPEAT_GAP_FACTOR}× this writer's median gap of {int(med)} ms) with other commits in between (inferred)"})
+    commits = [s for s in tl.commits if s.start_ms is not None and s.end_ms is not None]
+    atts = []
+    for s in tl.attempts:
+        keys = set(_pkeys(s.partitions))
+        over = [c.version for c in commits if s.start_ms is not None and s.end_ms is not None and c.start_ms <= s.end_ms
+                and c.end_ms >= s.start_ms and keys & set(_pkeys(c.partitions))]  # type: ignore[operator]
+        atts.append({"span_id": s.id, "partitions": sorted(keys), "winning_version": s.winning_version,
+                     "exception": s.exception, "retry_version": s.retry_version, "overlapping_commits": over})
+    return {"metrics": metrics, "metric_totals": totals, "repeats": repeats, "attempts": atts}
+

@@ -1,0 +1,438 @@
+"""One Timeline model that every export (JSON, CSV, Parquet, Chrome trace, Mermaid, HTML) derives from.
+
+A span is one transaction: it starts at the commit time of the snapshot it read (its
+readVersion) and ends at its own commit. Aborted attempts (forensics.evidence) are spans of
+their own, from their read snapshot (or first file written) to their last file or the winner's
+commit. Edges go from a loser to the winner it lost to; reorder marks say "serialised before".
+
+Times are epoch milliseconds. A span's start is a lower bound (the transaction began at or after
+the read snapshot was committed); `start_source` says where it came from, and `start_ms` is None
+when nothing tells (no readVersion recorded, or the read version is not retained).
+
+Versioned contract: `SCHEMA_VERSION` changes whenever a field is renamed or its meaning changes;
+added fields do not bump it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from forensics.log.index import record_from_row
+from forensics.log.delta_log import DeltaLog
+from forensics.model import CommitRecord
+
+SCHEMA_VERSION = 1
+
+# Verdicts a span can carry: the replay's four, plus the two this model adds.
+SERIAL = "serial"  # readVersion == version-1: nothing landed in between (no window)
+ABORTED = "aborted"  # an attempt that never reached the log (evidence, inferred)
+UNKNOWN_WRITER = "unknown"
+
+
+@dataclass(frozen=True)
+class Writer:
+    """A writer track: who committed (cluster, job, app id, user, engine)."""
+
+    id: str  # stable ASCII-ish key, e.g. "writer:ingest-a", "job:123", "cluster:0612-abc"
+    label: str  # for display (untrusted text: escape on output)
+    source: str  # commitInfo.writer | appId | job | clusterId | notebook | userName | engineInfo | unknown
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Span:
+    """One transaction (kind="commit") or one aborted attempt (kind="attempt")."""
+
+    id: str  # "v42" or "attempt-3"
+    kind: str  # commit | attempt
+    writer: str  # Writer.id
+    version: int | None
+    read_version: int | None
+    start_ms: int | None
+    end_ms: int | None
+    start_source: str  # readVersion-commit-time | first-file-written | commit-time (no window) | unknown
+    end_source: str  # commit-time | in-commit-timestamp | last-file-written | winner-commit-time | unknown
+    operation: str | None
+    verdict: str  # clean | reordered | anomaly | skipped | serial | aborted
+    window: list[int] = field(default_factory=list)
+    exception: str | None = None
+    winning_version: int | None = None
+    rule: str | None = None
+    partition: dict[str, Any] | None = None  # the partition named by the conflict
+    file: str | None = None
+    reordered_before: list[int] = field(default_factory=list)
+    partitions: list[dict[str, Any]] = field(default_factory=list)  # partitions the span wrote
+    isolation_level: str | None = None
+    profile: str | None = None
+    certainty: str = "exact"
+    why: str = ""
+    likely_reason: str | None = None
+    files: list[str] = field(default_factory=list)  # attempts only: the orphan files
+    retry_version: int | None = None  # attempts only: the commit that most likely re-ran it
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.start_ms is None or self.end_ms is None:
+            return None
+        return max(0, self.end_ms - self.start_ms)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["duration_ms"] = self.duration_ms
+        return d
+
+
+@dataclass
+class Edge:
+    """loser → winner (kind conflict|abort) or txn → winner it was serialised before (kind reorder)."""
+
+    kind: str  # conflict (committed anomaly) | abort (evidence attempt) | reorder
+    source: str  # Span.id
+    target: str  # Span.id
+    exception: str | None = None
+    rule: str | None = None
+    certainty: str = "exact"
+    why: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Timeline:
+    table: str
+    spans: list[Span]
+    edges: list[Edge]
+    writers: list[Writer]
+    from_version: int | None = None
+    to_version: int | None = None
+    rules: str | None = None
+    isolation_level: str | None = None  # the replay's override, if any
+    evidence: bool = False  # aborted attempts included
+    notes: list[str] = field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+
+    def span(self, sid: str) -> Span | None:
+        for s in self.spans:
+            if s.id == sid:
+                return s
+        return None
+
+    @property
+    def commits(self) -> list[Span]:
+        return [s for s in self.spans if s.kind == "commit"]
+
+    @property
+    def attempts(self) -> list[Span]:
+        return [s for s in self.spans if s.kind == "attempt"]
+
+    def time_range(self) -> tuple[int, int] | None:
+        ts = [t for s in self.spans for t in (s.start_ms, s.end_ms) if t is not None]
+        return (min(ts), max(ts)) if ts else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "table": self.table,
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "rules": self.rules,
+            "isolation_level": self.isolation_level,
+            "evidence": self.evidence,
+            "notes": list(self.notes),
+            "writers": [w.to_json() for w in self.writers],
+            "spans": [s.to_json() for s in self.spans],
+            "edges": [e.to_json() for e in self.edges],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Timeline":
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise ValueError(f"timeline schema_version {d.get('schema_version')!r} is not {SCHEMA_VERSION}")
+        spans = []
+        for s in d.get("spans", []):
+            s = dict(s)
+            s.pop("duration_ms", None)
+            spans.append(Span(**s))
+        return cls(
+            table=d["table"],
+            spans=spans,
+            edges=[Edge(**e) for e in d.get("edges", [])],
+            writers=[Writer(**w) for w in d.get("writers", [])],
+            from_version=d.get("from_version"),
+            to_version=d.get("to_version"),
+            rules=d.get("rules"),
+            isolation_level=d.get("isolation_level"),
+            evidence=bool(d.get("evidence")),
+            notes=list(d.get("notes", [])),
+        )
+
+
+# --------------------------------------------------------------------------------------
+# Writer tracks
+# --------------------------------------------------------------------------------------
+
+
+def _commit_info(rec: CommitRecord) -> dict[str, Any]:
+    try:
+        d = json.loads(rec.commit_info_raw or "")
+    except (ValueError, TypeError):
+        return {}
+    return d if isinstance(d, dict) else {}
+
+
+def writer_of(rec: CommitRecord) -> Writer:
+    """The most specific writer identity the commitInfo carries.
+
+    Order: an explicit `writer` field (delta-rs commit properties), a streaming/txn app id, a job
+    (jobId; Databricks jobs), a cluster, a notebook, the user, the engine. The first present wins.
+    """
+    ci = _commit_info(rec)
+    w = ci.get("writer")
+    if isinstance(w, (str, int)) and str(w).strip():
+        return Writer(f"writer:{w}", str(w), "commitInfo.writer")
+    if rec.txn_app_ids:
+        app = sorted(rec.txn_app_ids)[0]
+        return Writer(f"app:{app}", f"app {app}", "appId")
+    if isinstance(rec.job, dict) and (rec.job.get("jobId") or rec.job.get("jobName")):
+        jid = rec.job.get("jobId") or rec.job.get("jobName")
+        name = rec.job.get("jobName")
+        return Writer(f"job:{jid}", f"job {jid}" + (f" ({name})" if name and name != jid else ""), "job")
+    if rec.cluster_id:
+        return Writer(f"cluster:{rec.cluster_id}", f"cluster {rec.cluster_id}", "clusterId")
+    if isinstance(rec.notebook, dict) and (rec.notebook.get("notebookId") or rec.notebook.get("notebookPath")):
+        nid = rec.notebook.get("notebookPath") or rec.notebook.get("notebookId")
+        return Writer(f"notebook:{nid}", f"notebook {nid}", "notebook")
+    if rec.user_name or rec.user_id:
+        u = rec.user_name or rec.user_id
+        return Writer(f"user:{u}", f"user {u}", "userName")
+    if rec.engine_info:
+        return Writer(f"engine:{rec.engine_info}", rec.engine_info, "engineInfo")
+    return Writer(UNKNOWN_WRITER, "unknown writer", "unknown")
+
+
+ATTEMPTS_WRITER = Writer("attempts", "aborted attempts (writer unknown)", "unknown")
+
+
+# --------------------------------------------------------------------------------------
+# Building
+# --------------------------------------------------------------------------------------
+
+
+def commit_time(rec: CommitRecord) -> tuple[int | None, str]:
+    """In-commit timestamp when enabled (monotonic), else commitInfo.timestamp / file time."""
+    if rec.in_commit_timestamp is not None:
+        return rec.in_commit_timestamp, "in-commit-timestamp"
+    if rec.timestamp is not None:
+        return rec.timestamp, "commit-time"
+    return None, "unknown"
+
+
+def build_timeline(
+    log: DeltaLog,
+    report: Any,
+    evidence: Any = None,
+    from_v: int | None = None,
+    to_v: int | None = None,
+) -> Timeline:
+    """The timeline of versions from_v..to_v (inclusive) from a ReplayReport and, optionally,
+    an Evidence (forensics.evidence) whose aborted attempts become spans of their own."""
+    times: dict[int, int | None] = {}
+    recs: dict[int, CommitRecord] = {}
+    for row in log.commits.iter_rows(named=True):
+        r = record_from_row(row)
+        recs[r.version] = r
+        times[r.version] = commit_time(r)[0]
+    versions = sorted(recs)
+    lo = from_v if from_v is not None else (versions[0] if versions else None)
+    hi = to_v if to_v is not None else (versions[-1] if versions else None)
+    writers: dict[str, Writer] = {}
+    spans: list[Span] = []
+    edges: list[Edge] = []
+    notes: list[str] = []
+    verdicts = getattr(report, "verdicts", {}) or {}
+    for v in versions:
+        if (lo is not None and v < lo) or (hi is not None and v > hi):
+            continue
+        rec = recs[v]
+        w = writer_of(rec)
+        writers.setdefault(w.id, w)
+        end, end_src = commit_time(rec)
+        rv = rec.read_version
+        start, start_src = _start(rv, v, times, end)
+        cv = verdicts.get(v)
+        span = Span(
+            id=f"v{v}",
+            kind="commit",
+            writer=w.id,
+            version=v,
+            read_version=rv,
+            start_ms=start,
+            end_ms=end,
+            start_source=start_src,
+            end_source=end_src,
+            operation=rec.operation,
+            verdict=cv.verdict if cv is not None else SERIAL,
+            partitions=list(rec.partitions_touched or []),
+        )
+        if cv is not None:
+            span.window = list(cv.window)
+            span.exception, span.winning_version, span.rule = cv.exception, cv.winning_version, cv.rule
+            span.partition, span.file = cv.partition, cv.file
+            span.reordered_before = list(cv.reordered_before)
+            span.isolation_level, span.profile = cv.isolation_level, cv.profile or None
+            span.certainty, span.why, span.likely_reason = cv.certainty, cv.why, cv.likely_reason
+        else:
+            span.isolation_level = rec.isolation_level
+            span.why = "readVersion is the previous version: no concurrent commit landed in between" if rv is not None else (
+                "first version" if v == 0 else "")
+        spans.append(span)
+        if span.verdict == "anomaly" and span.winning_version is not None:
+            edges.append(Edge("conflict", span.id, f"v{span.winning_version}", span.exception, span.rule, span.certainty,
+                              f"v{v} committed although the rules abort it against v{span.winning_version}"))
+        for wv in span.reordered_before:
+            edges.append(Edge("reorder", span.id, f"v{wv}", None, "blind-append-forgiven", span.certainty,
+                              f"serial order: v{v} before v{wv} (log order is v{wv} then v{v})"))
+    if evidence is not None:
+        _add_attempts(evidence, spans, edges, writers, recs, times, lo, hi)
+    else:
+        notes.append("aborted attempts not included (no evidence collected)")
+    spans.sort(key=lambda s: (s.end_ms if s.end_ms is not None else -1, s.version if s.version is not None else 1 << 62, s.id))
+    return Timeline(
+        table=log.location,
+        spans=spans,
+        edges=edges,
+        writers=sorted(writers.values(), key=lambda w: (w.id == ATTEMPTS_WRITER.id, w.id)),
+        from_version=lo,
+        to_version=hi,
+        rules=getattr(report, "rules", None),
+        isolation_level=getattr(report, "isolation_level", None),
+        evidence=evidence is not None,
+        notes=notes,
+    )
+
+
+def _start(rv: int | None, v: int, times: dict[int, int | None], end: int | None) -> tuple[int | None, str]:
+    if rv is not None and rv < v and times.get(rv) is not None:
+        return times[rv], "readVersion-commit-time"
+    if rv is None and v == 0:
+        return end, "commit-time (no window)"
+    return None, "unknown"
+
+
+def _add_attempts(evidence: Any, spans: list[Span], edges: list[Edge], writers: dict[str, Writer],
+                  recs: dict[int, CommitRecord], times: dict[int, int | None], lo: int | None, hi: int | None) -> None:
+    """Attempts from forensics.evidence (duck-typed: the module may evolve), all inferred."""
+    lo_t = times.get(lo) if lo is not None else None
+    hi_t = times.get(hi) if hi is not None else None
+    for i, a in enumerate(getattr(evidence, "attempts", []) or []):
+        first = getattr(a, "first_seen", None)
+        last = getattr(a, "last_seen", None)
+        rv = getattr(a, "read_version", None)
+        winner = getattr(a, "winning_version", None)
+        if lo_t is not None and last is not None and last < lo_t and (winner is None or winner < (lo or 0)):
+            continue
+        if hi_t is not None and first is not None and first > hi_t and (winner is None or winner > (hi or 0)):
+            continue
+        start, ssrc = (times[rv], "readVersion-commit-time") if rv is not None and times.get(rv) is not None else (first, "first-file-written")
+        end, esrc = last, "last-file-written"
+        if winner is not None and times.get(winner) is not None and (end is None or times[winner] > end):
+            end, esrc = times[winner], "winner-commit-time"  # the abort came after the winner committed
+        retry = getattr(a, "retry_version", None)
+        w = writer_of(recs[retry]) if retry is not None and retry in recs else ATTEMPTS_WRITER
+        writers.setdefault(w.id, w)
+        files = [getattr(f, "path", str(f)) for f in (getattr(a, "files", []) or [])]
+        sid = f"attempt-{i + 1}"
+        spans.append(
+            Span(
+                id=sid,
+                kind="attempt",
+                writer=w.id,
+                version=None,
+                read_version=rv,
+                start_ms=start,
+                end_ms=end,
+                start_source=ssrc,
+                end_source=esrc,
+                operation=_attempt_operation(evidence, a),
+                verdict=ABORTED,
+                exception=getattr(a, "likely_exception", None),
+                winning_version=winner,
+                rule=getattr(a, "rule", None),
+                partition=getattr(a, "partition", None),
+                file=getattr(a, "file", None),
+                partitions=list(getattr(a, "partitions", []) or []),
+                certainty=getattr(a, "certainty", "inferred") or "inferred",
+                why=getattr(a, "why", "") or "",
+                files=files,
+                window=list(getattr(a, "concurrent_versions", []) or []),
+                retry_version=retry,
+            )
+        )
+        if winner is not None:
+            edges.append(Edge("abort", sid, f"v{winner}", getattr(a, "likely_exception", None), getattr(a, "rule", None),
+                              "inferred", f"aborted attempt most likely lost to v{winner}"))
+
+
+def _attempt_operation(evidence: Any, a: Any) -> str | None:
+    """The operation an attempt ran, when its stray commit file recorded one; else unknown (None)."""
+    name = getattr(a, "stray_commit", None)
+    if not name:
+        return None
+    for sc in getattr(evidence, "stray_commit_files", []) or []:
+        if getattr(sc, "file", None) == name:
+            op = getattr(sc, "operation", None)
+            return str(op) if op else None
+    return None
+
+
+def writer_index(tl: Timeline) -> dict[str, int]:
+    """writer id -> 1-based track number (stable order)."""
+    return {w.id: i + 1 for i, w in enumerate(tl.writers)}
+
+
+def spans_by_version(spans: Iterable[Span]) -> dict[int, Span]:
+    return {s.version: s for s in spans if s.version is not None}
+
+
+def timeline_for(
+    log: DeltaLog,
+    *,
+    rules: str | None = None,
+    isolation_level: str | None = None,
+    from_v: int | None = None,
+    to_v: int | None = None,
+    with_evidence: bool = True,
+) -> tuple[Timeline, Any, Any]:
+    """(timeline, replay report, evidence or None): replay + evidence + build, as the CLI does.
+
+    Evidence is optional: when forensics.evidence cannot be imported or fails, the timeline
+    says so in `notes` and carries committed transactions only.
+    """
+    from forensics.replay.windows import replay_table
+    from forensics.sets.commit_sets import StateIndex
+
+    state = StateIndex(log)
+    versions = None
+    if from_v is not None or to_v is not None:
+        versions = [v for v in log.versions if (from_v is None or v >= from_v) and (to_v is None or v <= to_v)]
+    report = replay_table(log, rules=rules, isolation_level=isolation_level, versions=versions, state=state)
+    evidence = None
+    why_not = None
+    if with_evidence:
+        try:
+            from forensics.evidence import collect_evidence
+
+            evidence = collect_evidence(log, state, rules=rules)
+        except ImportError as e:  # the evidence module is optional
+            why_not = f"aborted attempts not included: forensics.evidence unavailable ({e})"
+        except Exception as e:  # noqa: BLE001 - evidence is best effort; the timeline stands without it
+            why_not = f"aborted attempts not included: evidence collection failed ({type(e).__name__}: {e})"
+    tl = build_timeline(log, report, evidence, from_v, to_v)
+    if why_not:
+        tl.notes = [n for n in tl.notes if not n.startswith("aborted attempts not included")] + [why_not]
+    return tl, report, evidence

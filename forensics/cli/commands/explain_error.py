@@ -1,0 +1,141 @@
+"""`explain-error [TABLE] (--error-file FILE | --error-file - | --event-log PATH)`: read a Delta
+concurrency error text; with the table, find the winning commit, rebuild and replay the loser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.errors import ExitCode, ForensicsError
+from forensics.safe import inert, inert_multiline
+
+MAX_TEXT = 2 * 1024 * 1024
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("explain-error", help="explain a Delta concurrency error text (and replay it against the table)",
+                       description=__doc__)
+    p.add_argument("table", metavar="TABLE", nargs="?", help="table path or URI (optional)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--error-file", metavar="FILE", help="file holding the error text, or - for stdin")
+    src.add_argument("--event-log", metavar="PATH", help="Spark event log (file or rolled directory)")
+    p.add_argument("--rules", metavar="PROFILE", help="rule profile of the losing writer (default: from the text's family)")
+    add_table_arguments(p, table=False)
+    p.set_defaults(func=run)
+
+
+def _read_text(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read(MAX_TEXT)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(MAX_TEXT)
+    except OSError as e:
+        raise ForensicsError(ExitCode.USAGE, f"cannot read {path}: {e.strerror}") from e
+
+
+def _text_only(report) -> dict[str, Any]:
+    from forensics.evidence.advice import general_advice
+
+    return {
+        "recognized": report.recognized, "exception": report.exception, "error_class": report.error_class,
+        "family": report.family, "rule": report.rule, "partition": report.partition, "file": report.file,
+        "winner": report.winner.to_json() if report.winner else None, "winning_version": None,
+        "winner_match": None, "replay": None, "advice": general_advice(report),
+        "why": "no table given: what the text says, nothing replayed",
+    }
+
+
+def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
+    out = sys.stdout.write
+    out(f"exception:   {inert(d['exception'])}\n")
+    if d.get("error_class"):
+        out(f"error class: {inert(d['error_class'])}\n")
+    out(f"family:      {inert(d['family'])}   rule: {inert(d['rule'])}\n")
+    if d.get("partition") is not None:
+        part = d["partition"]
+        out(f"partition:   {'the root of the table' if part == {} else inert(', '.join(f'{k}={v}' for k, v in part.items()))}\n")
+    if d.get("file"):
+        out(f"file:        {inert(d['file'])}\n")
+    w = d.get("winner")
+    if w:
+        keys = [("version", "version"), ("txnId", "txnId"), ("timestamp", "timestamp"), ("operation", "operation"),
+                ("readVersion", "readVersion"), ("isolationLevel", "isolationLevel"), ("isBlindAppend", "isBlindAppend"),
+                ("engineInfo", "engineInfo")]
+        shown = ", ".join(f"{label}={inert(w.get(k), 120)}" for k, label in keys if w.get(k) is not None)
+        out(f"winner hint: {shown or 'none'}{'' if w.get('jsonComplete', True) else ' (JSON incomplete)'}\n")
+    if d.get("winner_match"):
+        m = d["winner_match"]
+        out(f"winning commit: {('v' + str(d['winning_version'])) if d.get('winning_version') is not None else 'not found'} "
+            f"(by {m['how']}{'; ambiguous: ' + ', '.join('v' + str(c) for c in m['candidates']) if m['ambiguous'] else ''})\n")
+    rp = d.get("replay")
+    if rp:
+        out(f"replay:      {inert(rp['verdict'])} {inert(rp.get('exception') or '')} against v{rp.get('winning_version')} "
+            f"[{inert(rp.get('profile'))}, {inert(rp.get('certainty'))}] rule {inert(rp.get('rule'))}\n")
+        if rp.get("message"):
+            out("engine would print:\n  " + inert_multiline(rp["message"]).replace("\n", "\n  ") + "\n")
+    if d.get("why"):
+        out(f"why:         {inert(d['why'], 3000)}\n")
+    for a in d.get("advice") or []:
+        out(f"advice:      {inert(a, 2000)}\n")
+
+
+def run(args: argparse.Namespace) -> int:
+    from forensics.errortext import parse_error_text, parse_event_log
+
+    check_rules(args.rules)
+    if args.event_log:
+        try:
+            failures = parse_event_log(args.event_log)
+        except (OSError, ValueError) as e:
+            raise ForensicsError(ExitCode.USAGE, f"cannot read event log {args.event_log}: {inert(str(e), 200)}") from e
+        items = [(f.report, (f.start_ms, f.end_ms) if f.start_ms is not None and f.end_ms is not None else None, f) for f in failures]
+        items = [i for i in items if i[0].recognized]
+        if not items:
+            raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"no failed execution in the event log ended with a Delta concurrency error ({len(failures)} failure(s) seen)")
+    else:
+        report = parse_error_text(_read_text(args.error_file))
+        if not report.recognized:
+            raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"not a Delta concurrency error: {inert(report.why_not or 'no conflict text found', 300)}")
+        items = [(report, None, None)]
+
+    results: list[dict[str, Any]] = []
+    code = int(ExitCode.OK)
+    if args.table:
+        from forensics.evidence import collect_evidence
+        from forensics.evidence.loser import explain_error
+        from forensics.sets.commit_sets import StateIndex
+
+        log = open_table(args)
+        code = report_findings(args, log.findings)
+        state = StateIndex(log)
+        evidence = None
+        for report, window, failure in items:
+            if evidence is None:
+                # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
+                # text names no winner (then the attempts' replays point at it).
+                named = report.winner is not None and (report.winner.version is not None or report.winner.txn_id or report.winner.timestamp is not None)
+                evidence = collect_evidence(log, state, rules=args.rules, replay=not named)
+            ex = explain_error(log, report, rules=args.rules, window=window, state=state, evidence=evidence)
+            d = ex.to_json()
+            if failure is not None:
+                d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
+            results.append(d)
+    else:
+        for report, window, failure in items:
+            d = _text_only(report)
+            if failure is not None:
+                d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
+            results.append(d)
+
+    if args.json:
+        print_json(results[0] if not args.event_log else {"failures": results})
+    else:
+        for i, d in enumerate(results):
+            if args.event_log:
+                e = d["execution"]
+                sys.stdout.write(f"{'' if i == 0 else chr(10)}execution {e['id']}: {inert(e['description'], 200)} ({e['start_ms']}..{e['end_ms']} ms)\n")
+            _print_text(d)
+    return code

@@ -1,0 +1,72 @@
+"""`export TABLE --format F -o FILE`: the conflict timeline for Perfetto, Markdown, notebooks or a browser."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.model import ISOLATION_LEVELS
+
+
+# Kept here (not imported from forensics.export) so building the CLI parser stays cheap;
+# tests/test_export.py checks it equals forensics.export.FORMATS.
+FORMATS = ("json", "csv", "parquet", "chrome-trace", "mermaid", "html")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "export",
+        help="export the conflict timeline: json, csv, parquet (tidy tables), chrome-trace (Perfetto), mermaid, html report",
+    )
+    add_table_arguments(p)
+    p.add_argument("--format", "-f", required=True, choices=FORMATS, help="output format")
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="output file (never inside the table directory); csv/parquet also write FILE.edges.<ext>")
+    p.add_argument("--from", dest="from_v", type=int, metavar="V", help="first version (inclusive)")
+    p.add_argument("--to", dest="to_v", type=int, metavar="V", help="last version (inclusive)")
+    p.add_argument("--rules", metavar="PROFILE", help="rule profile for every commit (default: from each commit's engineInfo)")
+    p.add_argument("--no-evidence", action="store_true", help="leave out aborted attempts (orphan files); faster on big tables")
+    p.add_argument("--window", default="1h", help="html: statistics bucket size (e.g. 15m, 1h, 1d; default 1h)")
+    p.add_argument("--isolation-level", choices=ISOLATION_LEVELS, action="append", dest="cf_levels",
+                   help="html: counterfactual isolation level(s) (default: Serializable and WriteSerializable)")
+    p.add_argument("--partition-by", metavar="COL", action="append", dest="cf_partition",
+                   help="html: also simulate partitioning by COL (repeatable)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forensics.export import check_output_path, write_export
+    from forensics.errors import ExitCode, ForensicsError
+    from forensics.analysis.timeline import timeline_for
+
+    check_rules(args.rules)
+    if args.from_v is not None and args.to_v is not None and args.from_v > args.to_v:
+        raise ForensicsError(ExitCode.USAGE, f"--from {args.from_v} is after --to {args.to_v}")
+    # Refuse a path under the table before reading anything (the table path is known already).
+    check_output_path(args.output, args.table)
+    log = open_table(args)
+    out = check_output_path(args.output, log.location)
+    tl, report, _ev = timeline_for(log, rules=args.rules, from_v=args.from_v, to_v=args.to_v, with_evidence=not args.no_evidence)
+    stats = cfs = None
+    if args.format == "html":
+        from forensics.analysis.counterfactual import isolation_counterfactual, partition_counterfactual
+        from forensics.analysis.stats import parse_window, table_stats
+
+        stats = table_stats(log, tl, parse_window(args.window), args.window).to_json()
+        cfs = []
+        for level in args.cf_levels or ["Serializable", "WriteSerializable"]:
+            cfs.append(isolation_counterfactual(log, level, rules=args.rules, baseline=report).to_json())
+        for col in args.cf_partition or []:
+            cfs.append(partition_counterfactual(log, col, rules=args.rules, baseline=report).to_json())
+    written = write_export(tl, args.format, out, stats=stats, counterfactuals=cfs)
+    if args.json:
+        print_json({"format": args.format, "files": [str(p) for p in written], "spans": len(tl.spans), "edges": len(tl.edges),
+                    "schema_version": tl.schema_version, "notes": tl.notes})
+    else:
+        for p in written:
+            sys.stdout.write(f"wrote {p}\n")
+        if not args.quiet:
+            for n in tl.notes:
+                sys.stderr.write(f"note: {n}\n")
+    return report_findings(args, log.findings + report.findings)

@@ -1,0 +1,32 @@
+"""`sets TABLE [--version V]`: per-commit read and write sets with their certainty labels."""
+
+from __future__ import annotations
+
+import argparse
+
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("sets", help="what each commit read (predicates, files, labelled exact/inferred) and wrote")
+    add_table_arguments(p)
+    p.add_argument("--version", dest="at_version", type=int, metavar="V", help="only this version")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from forensics.sets.commit_sets import StateIndex, commit_sets
+
+    log = open_table(args)
+    state = StateIndex(log)
+    versions = [args.at_version] if args.at_version is not None else log.versions
+    if args.at_version is not None:
+        log.record(args.at_version)  # NO_VERSION if absent
+    out = [commit_sets(log, v, state).to_json() for v in versions]
+    if args.json:
+        print_json(out)
+    else:
+        from forensics.cli.render import print_renderable, sets_view
+
+        print_renderable(sets_view(out))
+    return report_findings(args, log.findings + state.lifetimes.findings)

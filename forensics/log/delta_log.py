@@ -1,0 +1,498 @@
+"""A table's parsed log: listing + commit index + file actions, served from the cache.
+
+`DeltaLog.open` lists `_delta_log` (no JVM), compares the listing with the cache, and only
+starts Spark for commits the cache has not seen. A repeat look with no new commits reads
+three Parquet files with polars and never waits for a JVM; the (large) file-actions table is
+only read from the cache when a caller first touches `log.actions` (`history` never does).
+When Spark will surely be needed, the JVM starts while `_delta_log` is listed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import polars as pl
+
+from forensics.errors import ExitCode, ForensicsError
+from forensics.log import listing as L
+from forensics.log.index import (
+    build_commit_index,
+    duplicate_findings,
+    line_findings,
+    record_from_row,
+)
+from forensics.log.sanity import sanity_findings, split_invalid_actions
+from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, ParsedFiles, arrow_schema, read_commit_files
+from forensics.model import CommitRecord, Finding
+from forensics.runtime.paths import table_cache_dir
+
+CACHE_FORMAT = 5  # 4: invalid actions set aside (sanity.py), lazy actions; 5: fewer commitInfo columns
+SparkFactory = Callable[[], Any]
+Progress = Callable[[str], None]
+
+
+def _default_spark() -> Any:
+    from forensics.runtime.spark import get_spark
+
+    return get_spark()
+
+
+@dataclass
+class DeltaLog:
+    location: str
+    listing: L.LogListing
+    commits: pl.DataFrame
+    actions: pl.DataFrame  # a property (below): loaded from the cache on first use
+    others: pl.DataFrame
+    findings: list[Finding] = field(default_factory=list)
+    from_cache: bool = False
+    spark_started: bool = False
+    cache_dir: Path | None = None
+    spark_factory: SparkFactory = _default_spark
+    _records: dict[int, CommitRecord] = field(default_factory=dict, repr=False)
+    # Caches: init=False so dataclasses.replace (a counterfactual log) starts with fresh ones.
+    _actions_loader: Callable[[], pl.DataFrame] | None = field(default=None, init=False, repr=False, compare=False)
+    _by_version: dict[str, tuple] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    # ---- opening --------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        location: str,
+        *,
+        use_cache: bool = True,
+        spark_factory: SparkFactory | None = None,
+        progress: Progress | None = None,
+    ) -> "DeltaLog":
+        spark_factory = spark_factory or _default_spark
+        say = progress or (lambda _msg: None)
+        listing, spark = _list_while_starting(location, spark_factory, use_cache)
+        if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
+            raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
+        cache_dir = table_cache_dir(listing.table_uri)
+        plan = _plan_files(listing)
+        early = None
+        if spark is None and use_cache and _cache_is_behind(cache_dir, plan):
+            # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
+            pool = ThreadPoolExecutor(max_workers=1)
+            early = pool.submit(spark_factory)
+            pool.shutdown(wait=False)
+        cached = _load_cache(cache_dir, listing.table_uri) if use_cache else None
+        if early is not None:
+            spark = early.result()
+        started = False
+        if cached is not None and _cache_covers(cached, plan):
+            commits, actions, others, meta = cached
+            new_files = [f for v, (f, _) in sorted(plan.items()) if v > meta["max_version"]]
+            from_cache = True
+            if new_files:
+                say(f"reading {len(new_files)} new commit file(s) with Spark")
+                spark = spark or spark_factory()
+                started = True
+                parsed = _read(spark, new_files, plan)
+                c2, a2, o2 = _index(parsed, plan, [v for v in sorted(plan) if v > meta["max_version"]])
+                commits = pl.concat([commits, c2], how="vertical_relaxed")
+                actions = _then_concat(actions, a2)
+                others = pl.concat([others, o2], how="vertical_relaxed")
+                if use_cache:
+                    _append_cache(cache_dir, listing, plan, c2, a2, o2)
+        else:
+            files = [f for _, (f, _) in sorted(plan.items())]
+            from_cache = False
+            if files:
+                say(f"reading {len(files)} commit file(s) with Spark")
+                spark = spark or spark_factory()
+                started = True
+                parsed = _read(spark, files, plan)
+            else:
+                parsed = ParsedFiles(arrow_schema(ACTION_COLUMNS).empty_table(), arrow_schema(OTHER_COLUMNS).empty_table())
+            commits, actions, others = _index(parsed, plan, sorted(plan))
+            if use_cache:
+                _write_cache(cache_dir, listing, plan, commits, actions, others)
+        log = cls(
+            location=listing.table_uri,
+            listing=listing,
+            commits=commits.sort("version"),
+            actions=None if callable(actions) else actions,  # type: ignore[arg-type]
+            others=others,
+            from_cache=from_cache,
+            spark_started=started or spark is not None,
+            cache_dir=cache_dir if use_cache else None,
+            spark_factory=spark_factory,
+        )
+        log._actions_loader = actions if callable(actions) else None
+        log.findings = _all_findings(log, plan)
+        return log
+
+    @classmethod
+    def open_cached(cls, location: str) -> "DeltaLog | None":
+        """The table from the cache only (lists `_delta_log`, never starts a JVM).
+
+        None when there is no cache or it is stale (a commit appeared, changed or is
+        newer than the cached maximum): the caller then falls back to `open`.
+        """
+        listing = L.list_log(location)
+        plan = _plan_files(listing)
+        if not plan:
+            return None
+        cache_dir = table_cache_dir(listing.table_uri)
+        cached = _load_cache(cache_dir, listing.table_uri)
+        if cached is None or not _cache_covers(cached, plan):
+            return None
+        commits, actions, others, meta = cached
+        if any(v > meta["max_version"] for v in plan):
+            return None
+        log = cls(
+            location=listing.table_uri,
+            listing=listing,
+            commits=commits.sort("version"),
+            actions=None,  # type: ignore[arg-type]
+            others=others,
+            from_cache=True,
+            spark_started=False,
+            cache_dir=cache_dir,
+        )
+        log._actions_loader = actions
+        log.findings = _all_findings(log, plan)
+        return log
+
+    # ---- lookups ----------------------------------------------------------------------
+
+    @property
+    def versions(self) -> list[int]:
+        return list(self._version_rows())
+
+    def has_version(self, version: int) -> bool:
+        """Whether the retained log has this version (a dict lookup, not a scan)."""
+        return version in self._version_rows()
+
+    def _version_rows(self) -> dict[int, int]:
+        """version -> row of `commits`, built once per commits frame (commits are sorted)."""
+        got = self._by_version.get("commits")
+        if got is None or got[0] is not self.commits:
+            rows = {v: i for i, v in enumerate(self.commits["version"].to_list())}
+            got = (self.commits, rows)
+            self._by_version["commits"] = got
+        return got[1]
+
+    @property
+    def latest_version(self) -> int | None:
+        lv = self.listing.latest_version
+        vs = self.versions
+        cands = [x for x in (lv, vs[-1] if vs else None) if x is not None]
+        return max(cands) if cands else None
+
+    def record(self, version: int) -> CommitRecord:
+        if version not in self._records:
+            i = self._version_rows().get(version)
+            if i is None:
+                raise ForensicsError(ExitCode.NO_VERSION, f"version {version} is not in the retained log", version=version)
+            self._records[version] = record_from_row(self.commits.row(i, named=True))
+        return self._records[version]
+
+    def records(self) -> list[CommitRecord]:
+        return [record_from_row(r) for r in self.commits.to_dicts()]
+
+    def actions_of(self, version: int) -> pl.DataFrame:
+        return self._of("actions", version)
+
+    def others_of(self, version: int) -> pl.DataFrame:
+        return self._of("others", version)
+
+    def _of(self, table: str, version: int) -> pl.DataFrame:
+        """Rows of one version: a zero-copy slice of the table sorted once (not a scan per call)."""
+        df: pl.DataFrame = getattr(self, table)
+        cached = self._by_version.get(table)
+        if cached is None or cached[0] is not df:
+            srt = df.sort(["version", "line"])
+            runs = srt.group_by("version", maintain_order=True).agg(pl.len().alias("n"))
+            spans, start = {}, 0
+            for v, n in runs.iter_rows():
+                spans[v] = (start, n)
+                start += n
+            cached = (df, srt, spans)
+            self._by_version[table] = cached
+        _, srt, spans = cached
+        lo, n = spans.get(version, (0, 0))
+        return srt.slice(lo, n)
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """Per-log memo for later stages (write sets, parsed rows): computed once per open."""
+        return self._derived
+
+    def spark(self) -> Any:
+        self.spark_started = True
+        return self.spark_factory()
+
+
+_ACTIONS_LOCK = threading.Lock()
+
+
+def _get_actions(self: DeltaLog) -> pl.DataFrame:
+    # The TUI's workers (replay, evidence, sets) touch `actions` from several threads at once:
+    # load under a lock so a second reader waits for the frame instead of seeing None.
+    if self._actions is None and self._actions_loader is not None:
+        with _ACTIONS_LOCK:
+            if self._actions is None and self._actions_loader is not None:
+                self._actions = self._actions_loader()
+                self._actions_loader = None
+    return self._actions
+
+
+def _set_actions(self: DeltaLog, value: pl.DataFrame | None) -> None:
+    self._actions = value
+
+
+# `actions` stays a constructor argument and a plain attribute for callers; reading it may load
+# the cached Parquet on first use (a property installed after the dataclass is built).
+DeltaLog._actions = None  # type: ignore[attr-defined]
+DeltaLog.actions = property(_get_actions, _set_actions)  # type: ignore[assignment,method-assign]
+
+
+def _then_concat(first, more: pl.DataFrame):
+    """`first` (a frame or a loader of one) followed by `more`, still lazy when `first` is."""
+    if callable(first):
+        return lambda: pl.concat([first(), more], how="vertical_relaxed")
+    return pl.concat([first, more], how="vertical_relaxed")
+
+
+def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool) -> tuple[L.LogListing, Any]:
+    """List `_delta_log`, starting the JVM at the same time when Spark will surely be needed
+    (no cache to consult) and the log directory exists.
+
+    The JVM starts in this thread (its stderr goes to a log file meanwhile) and the listing in
+    a worker, so a listing error is only raised after the terminal's stderr is back.
+    """
+    table_uri = L.normalize_location(location)
+    local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
+    cached = use_cache and (table_cache_dir(table_uri) / "meta.json").exists()
+    if not local_log or cached:
+        return L.list_log(location), None
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        fut = pool.submit(L.list_log, location)
+        spark = spark_factory()
+        return fut.result(), spark
+
+
+# --------------------------------------------------------------------------------------
+# Which files to read
+# --------------------------------------------------------------------------------------
+
+
+def _plan_files(listing: L.LogListing) -> dict[int, tuple[L.LogFile, str]]:
+    """version -> (file, source). Commits first; compaction files only for versions no commit covers;
+    staged (catalog-managed) commits only past the last published version and when unambiguous."""
+    plan: dict[int, tuple[L.LogFile, str]] = {v: (f, "commit") for v, f in listing.commits.items()}
+    for a, b, f in sorted(listing.compacted, key=lambda t: (t[0], -t[1])):
+        missing = [v for v in range(a, b + 1) if v not in plan]
+        if missing and b not in plan:
+            # A compacted file carries the reconciled actions of a..b without per-version commitInfo:
+            # its rows are attributed to version b.
+            plan[b] = (f, "compacted")
+    published_max = max(listing.commits) if listing.commits else -1
+    by_v: dict[int, list[L.LogFile]] = {}
+    for v, _uuid, f in listing.staged:
+        by_v.setdefault(v, []).append(f)
+    for v, fs in sorted(by_v.items()):
+        if v > published_max and len(fs) == 1 and v not in plan:
+            plan[v] = (fs[0], "staged")
+    return plan
+
+
+def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]]) -> ParsedFiles:
+    uri_version = {f.uri: v for v, (f, _) in plan.items()}
+    return read_commit_files(spark, files, source_version={f.uri: uri_version[f.uri] for f in files})
+
+
+def _index(parsed: ParsedFiles, plan: dict[int, tuple[L.LogFile, str]], versions: list[int]):
+    actions = pl.from_arrow(parsed.actions)
+    others = pl.from_arrow(parsed.others)
+    assert isinstance(actions, pl.DataFrame) and isinstance(others, pl.DataFrame)
+    actions, others = split_invalid_actions(actions, others)  # path-less / corrupt-line actions set aside
+    mtimes = {v: f.mtime_ms for v, (f, _) in plan.items()}
+    sources = {v: s for v, (_, s) in plan.items()}
+    commits, _ = build_commit_index(versions, actions, others, mtimes, sources)
+    return commits, actions, others
+
+
+def _all_findings(log: DeltaLog, plan: dict[int, tuple[L.LogFile, str]]) -> list[Finding]:
+    names = {v: f"_delta_log/{f.name}" for v, (f, _) in plan.items()}
+    out = list(log.listing.findings)
+    out += line_findings(log.others, names)
+    # A copied commit is named by the file of its later copy (duplicate_findings knows versions only).
+    out += [replace(f, file=names.get(f.version)) if f.file is None and f.version in names else f for f in duplicate_findings(log.commits)]
+    out += sanity_findings(log.others, names)
+    cnt = log.others.filter(pl.col("kind") == "commitInfo").group_by("version").agg(pl.len().alias("n")).filter(pl.col("n") > 1)
+    for v, n in cnt.iter_rows():
+        out.append(Finding("commit.multiple_commit_info", f"{n} commitInfo actions; the first is used", "warning", names.get(v), v))
+    present = set(log.versions)
+    for v, (f, src) in plan.items():
+        if src == "compacted":
+            out.append(Finding("log.compacted", "commits of this range are only in a log compaction file; per-version details are unknown", "info", names[v], v))
+        if src == "staged":
+            out.append(
+                Finding("commit.staged", "catalog-managed staged commit not yet published; whether the catalog ratified it cannot be told from storage", "info", names[v], v)
+            )
+    staged_versions: dict[int, int] = {}
+    for v, _u, f in log.listing.staged:
+        staged_versions[v] = staged_versions.get(v, 0) + 1
+    for v, n in sorted(staged_versions.items()):
+        if n > 1:
+            out.append(Finding("commit.staged_ambiguous", f"{n} staged commits for this version; at most one was ratified", "warning", "_delta_log/_staged_commits", v))
+    out += _last_checkpoint_findings(log.listing)
+    empty = log.commits.filter(~pl.col("has_commit_info") & (pl.col("num_add") + pl.col("num_remove") == 0) & ~pl.col("has_metadata") & ~pl.col("has_protocol"))
+    for v in empty["version"].to_list():
+        if v in present and plan.get(v, (None, ""))[1] == "commit":
+            out.append(Finding("commit.unreadable", "no readable action in this commit", "error", names.get(v), v))
+    # order: by version, then code
+    out.sort(key=lambda f: (f.version if f.version is not None else -1, f.code))
+    return out
+
+
+def _last_checkpoint_findings(listing: L.LogListing) -> list[Finding]:
+    """_last_checkpoint is only a hint: say when it is empty, corrupt, dangling or stale."""
+    f = listing.last_checkpoint
+    if f is None:
+        return []
+    name = "_delta_log/_last_checkpoint"
+    try:
+        raw = read_small(f.uri)
+    except OSError as e:
+        return [Finding("last_checkpoint.unreadable", f"cannot read: {e}", "warning", name)]
+    if not raw.strip():
+        return [Finding("last_checkpoint.empty", "empty; the directory listing is used instead", "warning", name)]
+    try:
+        obj = json.loads(raw.decode("utf-8", "replace").splitlines()[0])
+        v = int(obj["version"])
+    except (ValueError, KeyError, TypeError, IndexError):
+        return [Finding("last_checkpoint.corrupt", "not valid JSON with a version; the directory listing is used instead", "warning", name)]
+    cps = {c.version for c in listing.checkpoints if c.complete}
+    if v not in cps:
+        return [Finding("last_checkpoint.dangling", f"points at checkpoint {v}, which does not exist; the directory listing is used instead", "warning", name, v)]
+    if cps and v < max(cps):
+        return [Finding("last_checkpoint.stale", f"points at checkpoint {v} but {max(cps)} is newer", "info", name, v)]
+    return []
+
+
+def read_small(uri: str) -> bytes:
+    """Read a small file (a hint, a checksum) without Spark."""
+    if L.is_local(uri):
+        path = uri[5:] if uri.startswith("file:") else uri
+        with open(path, "rb") as fh:
+            return fh.read(1 << 20)
+    fs, path = L._arrow_fs(uri)  # noqa: SLF001
+    with fs.open_input_stream(path) as fh:
+        return fh.read(1 << 20)
+
+
+# --------------------------------------------------------------------------------------
+# Cache: Parquet per table in the user cache directory (never under the table path)
+# --------------------------------------------------------------------------------------
+
+
+def _fingerprint(plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, list]:
+    return {str(v): [f.name, f.size, f.mtime_ms, s] for v, (f, s) in sorted(plan.items())}
+
+
+def _load_cache(cache_dir: Path, table_uri: str):
+    meta_p = cache_dir / "meta.json"
+    if not meta_p.exists():
+        return None
+    try:
+        meta = json.loads(meta_p.read_text())
+        if meta.get("format") != CACHE_FORMAT or meta.get("location") != table_uri:
+            return None
+        commits = pl.read_parquet(cache_dir / "commits.parquet")
+        others = pl.concat([pl.read_parquet(p) for p in sorted(cache_dir.glob("others-*.parquet"))], how="vertical_relaxed")
+        action_parts = sorted(cache_dir.glob("actions-*.parquet"))
+        if not action_parts:
+            return None
+        return commits, _actions_loader(action_parts, table_uri), others, meta
+    except Exception:  # noqa: BLE001 - a broken cache is rebuilt, never trusted
+        return None
+
+
+def _actions_loader(parts: list[Path], table_uri: str) -> Callable[[], pl.DataFrame]:
+    """Read the cached file actions when first needed; a cache that vanished meanwhile is rebuilt."""
+
+    def load() -> pl.DataFrame:
+        try:
+            return pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
+        except Exception:  # noqa: BLE001 - removed or broken under us: read the log afresh
+            return DeltaLog.open(table_uri, use_cache=False).actions
+
+    return load
+
+
+def _cache_is_behind(cache_dir: Path, plan) -> bool:
+    """Whether the log has versions past the cached maximum (read from meta.json alone)."""
+    try:
+        meta = json.loads((cache_dir / "meta.json").read_text())
+        return bool(plan) and max(plan) > int(meta["max_version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def _cache_covers(cached, plan) -> bool:
+    """The cache is usable when every cached file still exists unchanged or was cleaned up,
+    and no file appeared at or below the cached maximum version."""
+    _, _, _, meta = cached
+    fp = meta["fingerprint"]
+    maxv = meta["max_version"]
+    cur = _fingerprint(plan)
+    for v, entry in cur.items():
+        if int(v) <= maxv:
+            if fp.get(v) != entry:
+                return False
+    return True
+
+
+def _write_cache(cache_dir: Path, listing: L.LogListing, plan, commits, actions, others) -> None:
+    try:
+        if cache_dir.exists():
+            shutil.rmtree(cache_dir)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        commits.write_parquet(cache_dir / "commits.parquet")
+        actions.write_parquet(cache_dir / "actions-000000.parquet")
+        others.write_parquet(cache_dir / "others-000000.parquet")
+        _write_meta(cache_dir, listing, plan, parts=1)
+    except OSError:
+        pass  # a read-only cache directory only costs speed
+
+
+def _append_cache(cache_dir: Path, listing: L.LogListing, plan, c2, a2, o2) -> None:
+    try:
+        meta = json.loads((cache_dir / "meta.json").read_text())
+        part = int(meta.get("parts", 1))
+        commits = pl.concat([pl.read_parquet(cache_dir / "commits.parquet"), c2], how="vertical_relaxed")
+        commits.write_parquet(cache_dir / "commits.parquet")
+        a2.write_parquet(cache_dir / f"actions-{part:06d}.parquet")
+        o2.write_parquet(cache_dir / f"others-{part:06d}.parquet")
+        _write_meta(cache_dir, listing, plan, parts=part + 1)
+    except (OSError, ValueError):
+        pass
+
+
+def _write_meta(cache_dir: Path, listing: L.LogListing, plan, parts: int) -> None:
+    meta = {
+        "format": CACHE_FORMAT,
+        "location": listing.table_uri,
+        "built_at": int(time.time() * 1000),
+        "max_version": max(plan) if plan else -1,
+        "fingerprint": _fingerprint(plan),
+        "parts": parts,
+    }
+    tmp = cache_dir / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta))
+    os.replace(tmp, cache_dir / "meta.json")

@@ -1,0 +1,324 @@
+"""Replay every concurrency window of a table through the rules of the engine that wrote it.
+
+A commit at version V with readVersion R < V-1 was checked against the winning commits
+R+1..V-1 (spec §1.6: readVersion is never rewritten on retry). We rebuild its read and write
+sets, run the profile's checks against each winner in order, and give a verdict:
+
+- clean:     every check ran and passed;
+- reordered: it passed only because a winner's blind append was forgiven (WriteSerializable)
+             or because it ran at SnapshotIsolation: the serial order differs from the log;
+- anomaly:   the rules say it should have aborted, yet it committed (with the likely reason);
+- skipped:   the window cannot be replayed (no readVersion recorded, commitLarge, ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from forensics.runtime.gc_tuning import fewer_collections
+from forensics.log.delta_log import DeltaLog
+from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
+from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
+from forensics.rules.results import WindowResult
+from forensics.sets.commit_sets import COMMIT_LARGE_OPS, CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
+
+from forensics.model import ISOLATION_LEVELS  # noqa: E402,F401  (re-exported)
+
+
+@dataclass
+class CommitVerdict:
+    version: int
+    read_version: int | None
+    window: list[int]
+    verdict: str  # clean | reordered | anomaly | skipped
+    operation: str | None = None
+    exception: str | None = None
+    winning_version: int | None = None
+    rule: str | None = None
+    partition: dict | None = None
+    file: str | None = None
+    reordered_before: list[int] = field(default_factory=list)
+    profile: str = ""
+    profile_why: str = ""
+    isolation_level: str | None = None
+    certainty: str = Bound.EXACT.value
+    why: str = ""
+    likely_reason: str | None = None
+    message: str | None = None
+    result: WindowResult | None = None
+
+    def to_json(self, with_checks: bool = False) -> dict[str, Any]:
+        d = {
+            "version": self.version,
+            "readVersion": self.read_version,
+            "operation": self.operation,
+            "window": self.window,
+            "verdict": self.verdict,
+            "exception": self.exception,
+            "winning_version": self.winning_version,
+            "rule": self.rule,
+            "partition": self.partition,
+            "file": self.file,
+            "reordered_before": self.reordered_before,
+            "profile": self.profile,
+            "isolationLevel": self.isolation_level,
+            "certainty": self.certainty,
+            "why": self.why,
+            "likely_reason": self.likely_reason,
+        }
+        if with_checks and self.result is not None:
+            d["checks"] = [c.to_json() for c in self.result.checks]
+            d["message"] = self.result.message
+        return d
+
+
+@dataclass
+class ReplayReport:
+    location: str
+    verdicts: dict[int, CommitVerdict]
+    total_commits: int
+    not_concurrent: int
+    rules: str | None
+    isolation_level: str | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = {"clean": 0, "reordered": 0, "anomaly": 0, "skipped": 0}
+        for v in self.verdicts.values():
+            c[v.verdict] = c.get(v.verdict, 0) + 1
+        return c
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.location,
+            "rules": self.rules,
+            "isolation_level": self.isolation_level,
+            "total_commits": self.total_commits,
+            "windows": len(self.verdicts),
+            "not_concurrent": self.not_concurrent,
+            "counts": self.counts,
+            "commits": [v.to_json() for _, v in sorted(self.verdicts.items())],
+        }
+
+
+# --------------------------------------------------------------------------------------
+# Building the checker's inputs from the log
+# --------------------------------------------------------------------------------------
+
+
+def winning_commit(log: DeltaLog, version: int) -> WinningCommit:
+    rec = log.record(version)
+    w = write_set(log, rec)
+    return WinningCommit(
+        version=version,
+        operation=rec.operation,
+        adds=w.adds,
+        removes=w.removes,
+        metadata=w.metadata,
+        protocol=w.protocol,
+        app_txns=w.app_txns,
+        domains=w.domains,
+        is_blind_append=rec.is_blind_append,  # absent stays None: treated as false (spec §3)
+        commit=rec,
+        tags=dict(rec.tags or {}),
+    )
+
+
+def _winning_commit_cached(log: DeltaLog, version: int) -> WinningCommit:
+    """A winner appears in every window it overlaps: build it once per log."""
+    memo = log.derived.setdefault("winning_commit", {})
+    rec = log.record(version)
+    hit = memo.get(version)
+    if hit is None or hit[0] is not rec:
+        hit = memo[version] = (rec, winning_commit(log, version))
+    return hit[1]
+
+
+def transaction_from_sets(rec: CommitRecord, sets: CommitSets, read_version: int, isolation_override: str | None = None) -> Transaction:
+    level, bound = _isolation(rec, sets, isolation_override)
+    return Transaction(
+        operation=rec.operation,
+        operation_parameters=rec.operation_parameters,
+        read_version=read_version,
+        isolation_level=level,
+        read=sets.read,
+        write=sets.write,
+        partition_columns=sets.schema.partition_columns,
+        schema_string=sets.read_metadata.schema_string if sets.read_metadata else None,
+        read_metadata=sets.read_metadata,
+        read_protocol=sets.read_protocol,
+        engine_info=rec.engine_info,
+        tags=dict(rec.tags or {}),
+        txn_id=rec.txn_id,
+        version=rec.version,
+        isolation_level_bound=bound,
+    )
+
+
+def _isolation(rec: CommitRecord, sets: CommitSets, override: str | None) -> tuple[str, Bound]:
+    """The effective level: recorded (exact), or computed by spec §2.1 from the table level."""
+    table_level = None
+    if override:
+        table_level = override
+    if not override and rec.isolation_level in ISOLATION_LEVELS:
+        return rec.isolation_level, Bound.EXACT
+    if table_level is None:
+        conf = (sets.read_metadata.configuration if sets.read_metadata else {}).get("delta.isolationLevel")
+        default = "WriteSerializable" if sets.writer == "databricks" else "Serializable"
+        table_level = conf if conf in ("Serializable", "WriteSerializable") else default
+    if table_level == "SnapshotIsolation":
+        return table_level, Bound.EXACT if override else Bound.UNKNOWN
+    others = []
+    if sets.write.metadata is not None:
+        others.append("metaData")
+    if sets.write.protocol is not None:
+        others.append("protocol")
+    if sets.write.app_txns:
+        others.append("txn")
+    others += [f"domainMetadata:{d}" for d in sets.write.domains]
+    level = effective_isolation_level(sets.write.adds + sets.write.removes + sets.write.cdc, rec.operation, table_level, other_actions=others)
+    return level, (Bound.EXACT if override else Bound.UNKNOWN)
+
+
+# --------------------------------------------------------------------------------------
+# Replay
+# --------------------------------------------------------------------------------------
+
+
+def replay_commit(
+    log: DeltaLog,
+    version: int,
+    state: StateIndex | None = None,
+    *,
+    rules: str | None = None,
+    isolation_level: str | None = None,
+) -> CommitVerdict:
+    state = state or StateIndex(log)
+    rec = log.record(version)
+    rv = rec.read_version
+    op = (rec.operation or "").upper()
+    base = CommitVerdict(version=version, read_version=rv, window=[], verdict="skipped", operation=rec.operation)
+    if rv is None:
+        base.why = "readVersion not recorded (delta-rs and hand-built writers omit it): the window is unknown"
+        base.certainty = Bound.UNKNOWN.value
+        return base
+    if rv >= version:
+        base.verdict = "anomaly"
+        base.why = f"readVersion {rv} is not below version {version}"
+        base.likely_reason = "a copied or hand-edited commit file (not concurrency)"
+        return base
+    base.window = list(range(rv + 1, version))
+    if op in COMMIT_LARGE_OPS:
+        base.why = f"{rec.operation} commits without conflict checks (commitLarge, spec §1.6)"
+        return base
+    if not base.window:
+        base.verdict = "clean"
+        base.why = f"no commit landed between its read (v{rv}) and its commit: nothing to check"
+        return base
+    missing = [w for w in base.window if not log.has_version(w)]
+    if missing:
+        base.why = f"winning commit(s) {missing[:5]} are not in the retained log"
+        base.certainty = Bound.UNKNOWN.value
+        return base
+    if rules:
+        profile, pwhy = get_profile(rules), f"--rules {rules}"
+    else:
+        profile, pwhy = profile_for_engine_info(rec.engine_info, rec.has_commit_info)
+    sets = commit_sets(log, version, state)
+    txn = transaction_from_sets(rec, sets, rv, isolation_level)
+    winners = [_winning_commit_cached(log, w) for w in base.window]
+    read_files = state.lifetimes.files_at(rv) if state.lifetimes.exact_at(rv) else None
+    result = check_window(txn, winners, profile, read_snapshot_files=read_files, table_name=_table_name(sets))
+    v = base
+    v.profile, v.profile_why, v.isolation_level, v.result = profile.name, pwhy, txn.isolation_level, result
+    v.certainty = result.certainty.value
+    v.reordered_before = list(result.reordered_before)
+    v.message = result.message
+    if result.verdict == "abort":
+        v.verdict = "anomaly"
+        v.exception, v.winning_version, v.rule = result.exception, result.winning_version, result.rule
+        v.partition, v.file = result.partition, result.file
+        v.likely_reason = _likely_reason(log, rec, sets, result)
+        v.why = f"committed although {profile.name} rules abort it with {result.exception} against v{result.winning_version}: {result.why}"
+    elif result.reordered_before:
+        v.verdict = "reordered"
+        v.why = (
+            f"passed only because {', '.join('v' + str(x) for x in result.reordered_before)} "
+            f"{'was' if len(result.reordered_before) == 1 else 'were'} forgiven ({txn.isolation_level}); "
+            f"serial order: v{version} before {', '.join('v' + str(x) for x in result.reordered_before)}; {result.why}"
+        )
+    else:
+        v.verdict = "clean"
+        v.why = result.why
+    return v
+
+
+def _table_name(sets: CommitSets) -> str | None:
+    md = sets.read_metadata
+    return md.name if md and md.name else None
+
+
+def _likely_reason(log: DeltaLog, rec: CommitRecord, sets: CommitSets, result: WindowResult) -> str:
+    dup = [f for f in log.findings if f.code == "commit.duplicate" and f.version == rec.version]
+    if dup:
+        return "a duplicated commit file (the same commit copied to a later version)"
+    if any(c.inferred for c in result.checks):
+        return "row-level concurrency reconciliation (Databricks, spec §11)"
+    cfg = sets.read_metadata.configuration if sets.read_metadata else {}
+    if sets.writer == "databricks" and cfg.get("delta.enableDeletionVectors") == "true" and not sets.schema.partition_columns:
+        return "row-level concurrency reconciliation (Databricks, unpartitioned table with deletion vectors, spec §11)"
+    if sets.read.files_bound != Bound.EXACT or sets.read.predicate_bound != Bound.EXACT:
+        return f"the read set was reconstructed too coarsely ({sets.read.files_bound.value}): {sets.read.why}"
+    if sets.writer in ("delta-rs", "kernel"):
+        return f"a {sets.writer} writer: its rules differ, and its commitInfo omits what the replay needs"
+    return "a writer that committed without these checks, or a commit file written by hand"
+
+
+def replay_table(
+    log: DeltaLog,
+    *,
+    rules: str | None = None,
+    isolation_level: str | None = None,
+    versions: list[int] | None = None,
+    state: StateIndex | None = None,
+) -> ReplayReport:
+    """Replay every window with a stale readVersion (R < V-1)."""
+    with fewer_collections():
+        return _replay_table(log, rules, isolation_level, versions, state)
+
+
+def _replay_table(log: DeltaLog, rules: str | None, isolation_level: str | None, versions: list[int] | None,
+                  state: StateIndex | None) -> ReplayReport:
+    state = state or StateIndex(log)
+    verdicts: dict[int, CommitVerdict] = {}
+    not_concurrent = 0
+    rows = list(log.commits.select(["version", "read_version"]).iter_rows())
+    wanted = set(versions) if versions is not None else None
+    # Every window's own commit and winners, built in one pass rather than one slice each.
+    need: set[int] = set()
+    for v, rv in rows:
+        if (wanted is None or v in wanted) and rv is not None and rv < v - 1:
+            need.add(v)
+            need.update(range(rv + 1, v))
+    prefetch_write_sets(log, sorted(need))
+    for v, rv in rows:
+        if wanted is not None and v not in wanted:
+            continue
+        if rv is not None and rv == v - 1:
+            not_concurrent += 1
+            continue
+        if rv is None and v == 0:
+            not_concurrent += 1
+            continue
+        verdicts[v] = replay_commit(log, v, state, rules=rules, isolation_level=isolation_level)
+    return ReplayReport(
+        location=log.location,
+        verdicts=verdicts,
+        total_commits=log.commits.height,
+        not_concurrent=not_concurrent,
+        rules=rules,
+        isolation_level=isolation_level,
+        findings=list(state.lifetimes.findings),
+    )

@@ -1,0 +1,215 @@
+"""SparkSession construction: local mode by default, `--master` for a cluster, `--remote` for Spark Connect.
+
+The JVM's own chatter (log4j warnings, "Using incubator modules") goes to a log file in the
+cache directory rather than the user's terminal; our diagnostics are the only thing on stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import ExitCode, ForensicsError
+from forensics.runtime.paths import cache_root
+
+MIN_JAVA = 17
+# A forensics run is a short job on small data: C1-only JIT and the serial collector cut the
+# driver's CPU for JVM start + one log read by ~40% on 2 cores (BENCHMARKS.md). Override with
+# DELTA_FORENSICS_JVM_OPTS (e.g. "" for the JVM defaults).
+JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_lock = threading.Lock()
+_session: Any = None
+_session_key: tuple[str | None, str | None] | None = None
+
+
+@dataclass(frozen=True)
+class JavaInfo:
+    path: str | None
+    major: int | None
+    raw: str
+
+
+def find_java() -> JavaInfo:
+    """Locate `java` the way spark-submit does: $JAVA_HOME/bin/java, else PATH."""
+    candidates = []
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidates.append(str(Path(home) / "bin" / "java"))
+    which = shutil.which("java")
+    if which:
+        candidates.append(which)
+    for c in candidates:
+        if not Path(c).exists():
+            continue
+        try:
+            out = subprocess.run([c, "-version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return JavaInfo(c, None, str(e))
+        text = (out.stderr or "") + (out.stdout or "")
+        m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+        major = None
+        if m:
+            major = int(m.group(1))
+            if major == 1 and m.group(2):  # "1.8.0_292" style
+                major = int(m.group(2))
+        return JavaInfo(c, major, text.strip().splitlines()[0] if text.strip() else "")
+    return JavaInfo(None, None, "")
+
+
+def check_java() -> JavaInfo:
+    """Fail early, in one line, when Spark could not start for lack of a suitable Java."""
+    info = find_java()
+    if info.path is None:
+        raise ForensicsError(
+            ExitCode.JAVA,
+            f"Java {MIN_JAVA}+ is required to run Spark but none was found; install OpenJDK {MIN_JAVA} "
+            f"(e.g. `apt-get install openjdk-{MIN_JAVA}-jre-headless`) or set JAVA_HOME",
+        )
+    if info.major is not None and info.major < MIN_JAVA:
+        raise ForensicsError(
+            ExitCode.JAVA,
+            f"Java {info.major} found at {info.path}, but Spark needs Java {MIN_JAVA}+; install OpenJDK "
+            f"{MIN_JAVA} and point JAVA_HOME at it",
+        )
+    return info
+
+
+def _spark_log_path() -> Path:
+    p = cache_root() / "spark.log"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+class _JvmStderrToFile:
+    """Redirect fd 2 while the JVM starts so its stderr is inherited as a log file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.saved: int | None = None
+        self.fh = None
+
+    def __enter__(self):
+        try:
+            sys.stderr.flush()
+            self.fh = open(self.path, "ab")
+            self.saved = os.dup(2)
+            os.dup2(self.fh.fileno(), 2)
+        except OSError:
+            self.saved = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+        if self.fh:
+            self.fh.close()
+        return False
+
+
+def _local_conf(builder: Any, java: JavaInfo) -> Any:
+    return (
+        builder.config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        # Many small commit files: pack them densely into few tasks.
+        .config("spark.sql.files.openCostInBytes", str(64 * 1024))
+        .config("spark.sql.files.maxPartitionBytes", str(64 * 1024 * 1024))
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+        .config("spark.sql.adaptive.enabled", "true")
+        .config("spark.driver.memory", os.environ.get("DELTA_FORENSICS_DRIVER_MEMORY", "2g"))
+        .config("spark.sql.parquet.enableVectorizedReader", "true")
+        .config("spark.sql.jsonGenerator.ignoreNullFields", "false")
+        .config("spark.driver.extraJavaOptions", driver_java_options(java))
+        # Read local files as they are: Hadoop's checksumming FS rejects a file whose `.x.crc`
+        # side file is stale, which is common in copied tables and says nothing about the log.
+        .config("spark.hadoop.fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        .config("spark.hadoop.fs.file.impl.disable.cache", "true")
+    )
+
+
+def driver_java_options(java: JavaInfo) -> str:
+    """Our JVM flags plus the class-data archive's (forensics/runtime/jvm_archive.py)."""
+    from forensics.runtime.jvm_archive import plan
+
+    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)
+    return " ".join(o for o in ("-Dlog4j2.level=error", opts, plan(java.path, java.raw, opts).options) if o)
+
+
+def get_spark(master: str | None = None, remote: str | None = None) -> Any:
+    """One SparkSession per process (tests share it); cluster or Connect when asked."""
+    global _session, _session_key
+    key = (master, remote)
+    with _lock:
+        if _session is not None:
+            return _session
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError as e:  # pragma: no cover - pyspark is a hard dependency
+            raise ForensicsError(ExitCode.SPARK, f"pyspark is not installed: {e}") from e
+        if remote:
+            builder = SparkSession.builder.remote(remote).appName("delta-forensics")
+            try:
+                _session = builder.getOrCreate()
+            except Exception as e:  # noqa: BLE001 - report, do not trace
+                raise ForensicsError(ExitCode.SPARK, f"cannot reach Spark Connect at {remote}: {_first_line(e)}") from e
+            _session_key = key
+            return _session
+        java = check_java()
+        builder = SparkSession.builder.appName("delta-forensics").master(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"))
+        builder = _local_conf(builder, java)
+        try:
+            with _JvmStderrToFile(_spark_log_path()):
+                _session = builder.getOrCreate()
+        except Exception as e:  # noqa: BLE001
+            raise ForensicsError(
+                ExitCode.SPARK, f"Spark failed to start ({_first_line(e)}); see {_spark_log_path()}"
+            ) from e
+        try:
+            _session.sparkContext.setLogLevel("ERROR")
+        except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+            pass
+        _session_key = key
+        return _session
+
+
+def delta_jvm_available(spark: Any) -> bool:
+    """Whether delta-spark's JVM classes are on the classpath (optional; only used for cross-checks)."""
+    try:
+        spark._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension")  # noqa: SLF001
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _first_line(e: BaseException) -> str:
+    s = str(e).strip().splitlines()
+    return s[0][:300] if s else type(e).__name__
+
+
+def error_summary(e: BaseException) -> str:
+    """The root cause of a Spark/py4j error in one line (the deepest `Caused by:`)."""
+    text = str(e)
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            text += "\n" + str(java.toString())
+        except Exception:  # noqa: BLE001
+            pass
+    causes = [ln.split("Caused by:", 1)[1].strip() for ln in text.splitlines() if "Caused by:" in ln]
+    if causes:
+        return causes[-1][:300]
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if ln and not ln.startswith("at ") and "An error occurred while calling" not in ln:
+            return ln[:300]
+    return _first_line(e)
