@@ -1,3 +1,79 @@
-"""delta-forensics: who beat whom in a Delta Lake table, by which rule, and what to change."""
+"""delta-forensics: who beat whom in a Delta Lake table, by which rule, and what to change.
+
+Start from `forensics.Table(uri)`: `history()`, `replay()`, `explain(v)`, `explain_error(text)`,
+`whatif(...)`, `evidence()`, `stats()`, `timeline()`, `export(...)`. Expected failures raise
+`forensics.ForensicsError` (one subclass per documented exit code).
+
+The names below load on first use, so `import forensics` (and the CLI's start) stays cheap.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# name -> module that defines it: the public surface the CLI, the TUI and notebooks use.
+_EXPORTS: dict[str, str] = {
+    "Table": "forensics.table",
+    "check_profile": "forensics.table",
+    "ExitCode": "forensics.errors",
+    "ForensicsError": "forensics.errors",
+    "UsageError": "forensics.errors",
+    "NotADeltaTable": "forensics.errors",
+    "UnreadableLog": "forensics.errors",
+    "JavaUnavailable": "forensics.errors",
+    "SparkFailed": "forensics.errors",
+    "VersionNotInLog": "forensics.errors",
+    "NotAConflictError": "forensics.errors",
+    "error_line": "forensics.errors",
+    "ISOLATION_LEVELS": "forensics.model",
+    "parse_error_text": "forensics.errortext",
+    "parse_event_log": "forensics.errortext",
+    "ErrorReport": "forensics.errortext",
+    "text_only_explanation": "forensics.evidence.loser",
+    "WhatIfRequest": "forensics.replay.whatif",
+    "OPERATIONS": "forensics.replay.whatif",
+    "PROFILES": "forensics.rules",
+    "check_output_path": "forensics.export",
+    "default_export_name": "forensics.export",
+    "write_view": "forensics.export",
+    "EXPORT_FORMATS": "forensics.export",
+    "run_conformance": "forensics.conformance.runner",
+    "synthesize": "forensics.synth",
+    "SynthConfig": "forensics.synth",
+    "fewer_collections": "forensics.runtime.gc_tuning",
+    "cache_root": "forensics.runtime.paths",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _EXPORTS.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'forensics' has no attribute {name!r}")
+    value = getattr(import_module(mod), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
+    from forensics.errors import (  # noqa: F401
+        ExitCode,
+        ForensicsError,
+        JavaUnavailable,
+        NotAConflictError,
+        NotADeltaTable,
+        SparkFailed,
+        UnreadableLog,
+        UsageError,
+        VersionNotInLog,
+        error_line,
+    )
+    from forensics.table import Table, check_profile  # noqa: F401

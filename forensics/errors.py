@@ -1,6 +1,8 @@
-"""Documented exit codes (README: "Exit codes") and the one exception type that carries them.
+"""Documented exit codes (README: "Exit codes") and the one exception hierarchy that carries them.
 
-A ForensicsError is turned into a one-line diagnostic by the CLI; no traceback reaches the user.
+Every expected failure is a `ForensicsError`; a subclass per outcome lets a notebook catch just
+the one it cares about (`except forensics.NotADeltaTable`). The CLI, the TUI and the API all
+render one with `one_line()`; no traceback reaches the user.
 """
 
 from __future__ import annotations
@@ -21,17 +23,46 @@ class ExitCode(IntEnum):
     INTERNAL = 70  # a bug: please report it (the traceback is in the log file)
 
 
-class ForensicsError(Exception):
-    """An expected failure with a one-line message and an exit code."""
+_BY_CODE: dict[ExitCode, type["ForensicsError"]] = {}
 
-    def __init__(self, code: ExitCode, message: str, *, file: str | None = None, version: int | None = None):
+
+class ForensicsError(Exception):
+    """An expected failure with a one-line message and an exit code.
+
+    `ForensicsError(ExitCode.NO_VERSION, ...)` builds the subclass registered for that code, so
+    raising sites name the outcome once and callers can catch either the base or the subclass.
+    """
+
+    code: ExitCode = ExitCode.INTERNAL
+
+    def __new__(cls, *args, **kwargs):
+        if cls is ForensicsError and len(args) == 2 and ExitCode(args[0]) in _BY_CODE:
+            cls = _BY_CODE[ExitCode(args[0])]
+        return super().__new__(cls)
+
+    def __init__(self, *args: object, file: str | None = None, version: int | None = None):
+        """`ForensicsError(code, message)`, or `Subclass(message)` with the subclass's code."""
+        if len(args) == 2:
+            self.code = ExitCode(args[0])  # type: ignore[arg-type]
+            message = str(args[1])
+        elif len(args) == 1:
+            message = str(args[0])
+        else:
+            raise TypeError("ForensicsError(code, message) or Subclass(message)")
         super().__init__(message)
-        self.code = code
         self.message = message
         self.file = file
         self.version = version
 
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        _BY_CODE[cls.code] = cls
+
+    def __reduce__(self):  # picklable across Spark/worker boundaries, like any exception
+        return (ForensicsError, (self.code, self.message), {"file": self.file, "version": self.version})
+
     def one_line(self) -> str:
+        """The diagnostic as printed: the message, then the file or version it concerns."""
         where = []
         if self.file:
             where.append(self.file)
@@ -39,3 +70,38 @@ class ForensicsError(Exception):
             where.append(f"version {self.version}")
         loc = f" [{', '.join(where)}]" if where else ""
         return f"{self.message}{loc}"
+
+
+class UsageError(ForensicsError):
+    code = ExitCode.USAGE
+
+
+class NotADeltaTable(ForensicsError):
+    code = ExitCode.NOT_A_TABLE
+
+
+class UnreadableLog(ForensicsError):
+    code = ExitCode.UNREADABLE
+
+
+class JavaUnavailable(ForensicsError):
+    code = ExitCode.JAVA
+
+
+class SparkFailed(ForensicsError):
+    code = ExitCode.SPARK
+
+
+class VersionNotInLog(ForensicsError):
+    code = ExitCode.NO_VERSION
+
+
+class NotAConflictError(ForensicsError):
+    code = ExitCode.NOT_RECOGNIZED
+
+
+def error_line(e: BaseException) -> str:
+    """One line for any failure: ours as documented, anything else with its type (a bug)."""
+    if isinstance(e, ForensicsError):
+        return e.one_line()
+    return f"{type(e).__name__}: {e}"

@@ -61,7 +61,7 @@ class Finding:
         loc = f" ({', '.join(where)})" if where else ""
         return f"{self.severity}: {self.code}{loc}: {self.message}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "code": self.code,
             "severity": self.severity,
@@ -162,7 +162,7 @@ class Protocol:
     reader_features: tuple[str, ...] | None = None
     writer_features: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "minReaderVersion": self.min_reader_version,
             "minWriterVersion": self.min_writer_version,
@@ -185,7 +185,7 @@ class Metadata:
     configuration: dict[str, str]
     created_time: int | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,

@@ -70,3 +70,22 @@ def markup(value: Any, max_len: int | None = 2000) -> str:
 def text(value: Any, style: str = "", max_len: int | None = 2000) -> Text:
     """A Rich Text object (never parsed as markup) holding the inert value."""
     return Text(inert(value, max_len), style=style)
+
+
+# Like json.dumps(ensure_ascii=True): everything past "~" (DEL, C1 controls, bidi overrides, any
+# non-ASCII) becomes \uXXXX; JSON encoders already escape the C0 controls.
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")
+
+
+def _escape(m: re.Match) -> str:
+    n = ord(m.group())
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    n -= 0x10000
+    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
+
+
+def ascii_json(text: str) -> str:
+    """What `json.dumps(..., ensure_ascii=True)` does to non-ASCII characters, on finished JSON
+    text: C1 controls and bidi overrides in a log never reach the terminal raw."""
+    return _NON_ASCII.sub(_escape, text)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.cli.commands.history import history_rows
+from forensics.log.history import history_rows
 from forensics.log.delta_log import DeltaLog
 from forensics.replay.windows import replay_table
 
@@ -123,7 +123,7 @@ def _local_history(table: Path) -> list:
 
 def _local_replay(table: Path) -> dict:
     log = DeltaLog.open(str(table), use_cache=False)
-    return json.loads(json.dumps(replay_table(log).to_json(), default=str))
+    return json.loads(json.dumps(replay_table(log).to_dict(), default=str))
 
 
 @pytest.fixture

@@ -71,8 +71,8 @@ def test_timeline_spans_match_the_log(logs, sample_logs):
                 assert s.start_ms == cis[rv]["timestamp"], s.id  # the read snapshot's commit time
             if "writer" in ci:
                 assert s.writer == f"writer:{ci['writer']}"
-        again = Timeline.from_json(json.loads(json.dumps(tl.to_json())))
-        assert again.to_json() == tl.to_json()
+        again = Timeline.from_json(json.loads(json.dumps(tl.to_dict())))
+        assert again.to_dict() == tl.to_dict()
     # incident (b): the DELETE is serialised before the blind INSERT that landed between its read and commit
     cis = commit_infos(sample_logs / "b-writeserializable-reorder" / "table")
     delete = next(v for v, c in cis.items() if c.get("operation") == "DELETE")

@@ -10,7 +10,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.cli.commands.history import history_json, history_rows
+from forensics.log.history import history_json, history_rows
 from forensics.log.index import COMMIT_SCHEMA
 from forensics.log.delta_log import DeltaLog
 

@@ -57,7 +57,7 @@ def test_partition_only_delete_reads_exactly_the_matching_partitions(spark_table
     at0 = state.lifetimes.files_at(0)
     expected = sorted(f.path for f in at0 if f.partition_values["date"] == "2024-01-02")
     assert sorted(f.path for f in s.read.files) == expected == sorted(f.path for f in s.write.removes)
-    j = s.to_json()
+    j = s.to_dict()
     assert j["read"]["partition_predicate"] == "date = '2024-01-02'"
     assert j["read"]["files_bound"] == "exact"
 
@@ -66,7 +66,7 @@ def test_blind_append_reads_nothing_and_optimize_reads_its_removes(spark_table, 
     _, _, sets = _sets(spark_table)
     append = sets[2]
     assert not append.read.recorded_read and append.read.files == []
-    assert append.to_json()["read"]["partition_predicate"] is None
+    assert append.to_dict()["read"]["partition_predicate"] is None
     assert append.write.is_blind_append and append.write.is_blind_append_recorded is True
     opt = sets[3]
     assert sorted(f.path for f in opt.read.files) == sorted(f.path for f in opt.write.removes)

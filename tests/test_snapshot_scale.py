@@ -44,14 +44,14 @@ def dict_path_text(log: DeltaLog, version: int | None) -> str:
     """What `snapshot --json` printed before the fast path (print_json of snapshot_json)."""
     snap, findings = snapshot(log, version)
     out = snapshot_json(snap)
-    out["findings"] = [f.to_json() for f in log.findings + findings]
+    out["findings"] = [f.to_dict() for f in log.findings + findings]
     return json.dumps(out, ensure_ascii=True, indent=None, default=str) + "\n"
 
 
 def fast_path_text(log: DeltaLog, version: int | None) -> str:
     frame, findings = snapshot_frame(log, version, stats=False)
     buf = io.StringIO()
-    sj.write_snapshot_json(frame, [f.to_json() for f in log.findings + findings], buf)
+    sj.write_snapshot_json(frame, [f.to_dict() for f in log.findings + findings], buf)
     return buf.getvalue()
 
 

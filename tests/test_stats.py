@@ -56,7 +56,7 @@ def _stats(log, window="1h", evidence=False):
 
         ev = collect_evidence(log)
     tl = build_timeline(log, replay_table(log), ev)
-    return table_stats(log, tl, parse_window(window), window, top=1000).to_json()
+    return table_stats(log, tl, parse_window(window), window, top=1000).to_dict()
 
 
 def test_stale_windows_and_overlaps_per_partition(busy, sample_logs):

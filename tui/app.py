@@ -610,7 +610,7 @@ class ForensicsApp(App[int]):
         return "versions", self.versions_payload()
 
     def versions_payload(self) -> dict[str, Any]:
-        from forensics.cli.commands.history import history_rows
+        from forensics.log.history import history_rows
 
         rows = self.rows
         if rows is None or self.table_log is None:
@@ -635,15 +635,15 @@ class ForensicsApp(App[int]):
                 return None
             import polars as pl
 
-            from forensics.cli.commands.history import history_rows
+            from forensics.log.history import history_rows
 
             row = history_rows(self.table_log.commits.filter(pl.col("version") == v))[0]
             vi = self.rows.verdicts.get(v)
-            row["verdict"] = vi.to_json() if vi else None
+            row["verdict"] = vi.to_dict() if vi else None
             return row
         sel = _selected(scr)
         if sel is not None:
-            return sel.to_json()
+            return sel.to_dict()
         if hasattr(scr, "export_json"):
             return scr.export_json()
         return None

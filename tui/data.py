@@ -68,7 +68,7 @@ class VerdictInfo:
     exception: str | None = None
     rule: str | None = None
     certainty: str | None = None
-    raw: Any = None  # the CommitVerdict itself (to_json for export)
+    raw: Any = None  # the CommitVerdict itself (to_dict for export)
 
     @classmethod
     def of(cls, v: Any) -> "VerdictInfo":
@@ -81,9 +81,9 @@ class VerdictInfo:
             raw=v,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        if self.raw is not None and hasattr(self.raw, "to_json"):
-            return self.raw.to_json()
+    def to_dict(self) -> dict[str, Any]:
+        if self.raw is not None and hasattr(self.raw, "to_dict"):
+            return self.raw.to_dict()
         return {"verdict": self.verdict, "winningVersion": self.winning_version, "exception": self.exception, "rule": self.rule}
 
 

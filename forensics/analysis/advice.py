@@ -20,7 +20,7 @@ class Advice:
     detail: str
     evidence: str
 
-    def to_json(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str]:
         return {"title": self.title, "detail": self.detail, "evidence": self.evidence}
 
 

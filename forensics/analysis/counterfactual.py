@@ -52,7 +52,7 @@ class Change:
     file: str | None = None
     why: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     def one_line(self) -> str:
@@ -80,14 +80,14 @@ class Counterfactual:
     notes: list[str] = field(default_factory=list)
     certainty: str = "inferred"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "scenario": self.scenario,
             "isolation_level": self.isolation_level,
             "partition_by": self.partition_by,
-            "appear": [c.to_json() for c in self.appear],
-            "vanish": [c.to_json() for c in self.vanish],
-            "unknown": [c.to_json() for c in self.unknown],
+            "appear": [c.to_dict() for c in self.appear],
+            "vanish": [c.to_dict() for c in self.vanish],
+            "unknown": [c.to_dict() for c in self.unknown],
             "baseline_counts": self.baseline_counts,
             "counts": self.counts,
             "certainty": self.certainty,
@@ -339,24 +339,3 @@ def partition_counterfactual(log: DeltaLog, column: str, *, rules: str | None = 
         unknown_files=sorted(placement.unknown)[:20],
         notes=notes,
     )
-
-
-def counterfactual_view(cf: Counterfactual):
-    """Terminal rendering: one line per change, log strings made inert."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from forensics.safe import inert
-
-    lines = [Text(f"Counterfactual: {cf.scenario} ({cf.certainty})", style="bold")]
-    lines.append(Text(f"  verdicts as recorded {cf.baseline_counts} -> under the scenario {cf.counts}", style="dim"))
-    for key, style in (("appear", "red"), ("vanish", "green"), ("unknown", "dim")):
-        items = getattr(cf, key)
-        lines.append(Text(f"  {key}: {len(items)}", style=style))
-        for c in items[:50]:
-            lines.append(Text(f"    {inert(c.one_line(), 300)}", style=style))
-    if cf.partition_by is not None:
-        lines.append(Text(f"  files placed {cf.files_placed}, cannot be told {cf.files_unknown}", style="dim"))
-    for n in cf.notes:
-        lines.append(Text(f"  {inert(n, 500)}", style="dim"))
-    return Group(*lines)

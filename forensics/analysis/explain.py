@@ -44,24 +44,24 @@ class Explanation:
             return self.verdict.reordered_before[0]
         return self.defeated[0]["loser_of"] if self.defeated else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "operation": self.operation,
             "readVersion": self.read_version,
             "commit": self.header,
-            "verdict": self.verdict.to_json(with_checks=True),
+            "verdict": self.verdict.to_dict(with_checks=True),
             "exception": self.verdict.exception,
             "winning_version": self.verdict.winning_version,
             "partition": self.verdict.partition,
             "file": self.verdict.file,
-            "sets": self.sets.to_json(),
+            "sets": self.sets.to_dict(),
             "window": self.winners,
             "log_order": self.log_order,
             "serial_order": self.serial_order,
             "message": self.message,
             "defeated_attempts": self.defeated,
-            "advice": [a.to_json() for a in self.advice],
+            "advice": [a.to_dict() for a in self.advice],
         }
 
     def lines(self) -> list[Line]:

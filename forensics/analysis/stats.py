@@ -1,6 +1,6 @@
 """Contention statistics, in the spirit of a database's lock statistics.
 
-Computed from the Timeline (forensics.analysis.timeline) and the commit index. JSON shape (`Stats.to_json`):
+Computed from the Timeline (forensics.analysis.timeline) and the commit index. JSON shape (`Stats.to_dict`):
 
 {
   "schema_version": 1,
@@ -102,7 +102,7 @@ class _Counter:
     def score(self) -> int:
         return self.conflicts * 4 + self.aborted_attempts * 4 + self.reorders * 2 + self.overlaps
 
-    def to_json(self, key: str, name: str) -> dict[str, Any]:
+    def to_dict(self, key: str, name: str) -> dict[str, Any]:
         return {name: key, "commits": self.commits, "stale_windows": self.stale_windows, "overlaps": self.overlaps,
                 "conflicts": self.conflicts, "reorders": self.reorders, "aborted_attempts": self.aborted_attempts,
                 "score": self.score}
@@ -123,8 +123,9 @@ class Stats:
     concurrency: list[dict[str, Any]]
     retries: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    findings: list[Any] = field(default_factory=list, repr=False)  # the replay's, for --strict; not in the JSON
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
             "table": self.table,
@@ -216,7 +217,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
                 fbump(b, path, "reorders")
 
     def ranked(d: dict[str, _Counter], name: str) -> list[dict[str, Any]]:
-        rows = [c.to_json(k, name) for k, c in d.items()]
+        rows = [c.to_dict(k, name) for k, c in d.items()]
         rows.sort(key=lambda r: (-r["score"], -r["stale_windows"], -r["commits"], r[name]))
         return rows[:top]
 

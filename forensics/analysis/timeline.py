@@ -39,7 +39,7 @@ class Writer:
     label: str  # for display (untrusted text: escape on output)
     source: str  # commitInfo.writer | appId | job | clusterId | notebook | userName | engineInfo | unknown
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -80,7 +80,7 @@ class Span:
             return None
         return max(0, self.end_ms - self.start_ms)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["duration_ms"] = self.duration_ms
         return d
@@ -98,7 +98,7 @@ class Edge:
     certainty: str = "exact"
     why: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -115,6 +115,7 @@ class Timeline:
     evidence: bool = False  # aborted attempts included
     notes: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
+    findings: list[Any] = field(default_factory=list, repr=False)  # the replay's, for --strict; not exported
 
     def span(self, sid: str) -> Span | None:
         for s in self.spans:
@@ -134,7 +135,7 @@ class Timeline:
         ts = [t for s in self.spans for t in (s.start_ms, s.end_ms) if t is not None]
         return (min(ts), max(ts)) if ts else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
             "table": self.table,
@@ -144,9 +145,9 @@ class Timeline:
             "isolation_level": self.isolation_level,
             "evidence": self.evidence,
             "notes": list(self.notes),
-            "writers": [w.to_json() for w in self.writers],
-            "spans": [s.to_json() for s in self.spans],
-            "edges": [e.to_json() for e in self.edges],
+            "writers": [w.to_dict() for w in self.writers],
+            "spans": [s.to_dict() for s in self.spans],
+            "edges": [e.to_dict() for e in self.edges],
         }
 
     @classmethod
@@ -397,42 +398,3 @@ def writer_index(tl: Timeline) -> dict[str, int]:
 
 def spans_by_version(spans: Iterable[Span]) -> dict[int, Span]:
     return {s.version: s for s in spans if s.version is not None}
-
-
-def timeline_for(
-    log: DeltaLog,
-    *,
-    rules: str | None = None,
-    isolation_level: str | None = None,
-    from_v: int | None = None,
-    to_v: int | None = None,
-    with_evidence: bool = True,
-) -> tuple[Timeline, Any, Any]:
-    """(timeline, replay report, evidence or None): replay + evidence + build, as the CLI does.
-
-    Evidence is optional: when forensics.evidence cannot be imported or fails, the timeline
-    says so in `notes` and carries committed transactions only.
-    """
-    from forensics.replay.windows import replay_table
-    from forensics.sets.commit_sets import StateIndex
-
-    state = StateIndex(log)
-    versions = None
-    if from_v is not None or to_v is not None:
-        versions = [v for v in log.versions if (from_v is None or v >= from_v) and (to_v is None or v <= to_v)]
-    report = replay_table(log, rules=rules, isolation_level=isolation_level, versions=versions, state=state)
-    evidence = None
-    why_not = None
-    if with_evidence:
-        try:
-            from forensics.evidence import collect_evidence
-
-            evidence = collect_evidence(log, state, rules=rules)
-        except ImportError as e:  # the evidence module is optional
-            why_not = f"aborted attempts not included: forensics.evidence unavailable ({e})"
-        except Exception as e:  # noqa: BLE001 - evidence is best effort; the timeline stands without it
-            why_not = f"aborted attempts not included: evidence collection failed ({type(e).__name__}: {e})"
-    tl = build_timeline(log, report, evidence, from_v, to_v)
-    if why_not:
-        tl.notes = [n for n in tl.notes if not n.startswith("aborted attempts not included")] + [why_not]
-    return tl, report, evidence

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from forensics.errors import ExitCode, ForensicsError
 from forensics.model import Finding
+
+if TYPE_CHECKING:
+    from forensics.table import Table
 
 
 def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> None:
@@ -23,21 +25,14 @@ def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> No
     p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
 
 
-def spark_factory(args: argparse.Namespace):
-    def make():
-        from forensics.runtime.spark import get_spark
+def open_table(args: argparse.Namespace) -> "Table":
+    """The front object for the command's table; on a terminal, a spinner shows what the
+    (possibly long) read is doing. An unknown --rules profile fails before anything is read."""
+    from forensics.table import Table
 
-        return get_spark(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
-
-    return make
-
-
-def open_table(args: argparse.Namespace):
-    """Open the table's log; on a terminal, a spinner shows what the (possibly long) read is doing."""
-    from forensics.log.delta_log import DeltaLog
-
-    def _open(say=None):
-        return DeltaLog.open(args.table, use_cache=not args.no_cache, spark_factory=spark_factory(args), progress=say)
+    def _open(say=None) -> Table:
+        return Table(args.table, rules=getattr(args, "rules", None), use_cache=not args.no_cache,
+                     master=getattr(args, "master", None), remote=getattr(args, "remote", None), progress=say)
 
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         return _open()
@@ -63,34 +58,3 @@ def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> in
 
 def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")
-
-
-# Like json.dumps(ensure_ascii=True): everything past "~" (DEL, C1 controls, bidi overrides, any
-# non-ASCII) becomes \uXXXX; JSON encoders already escape the C0 controls.
-_NON_ASCII = re.compile(r"[^\x00-\x7e]")
-
-
-def _escape(m: re.Match) -> str:
-    n = ord(m.group())
-    if n < 0x10000:
-        return f"\\u{n:04x}"
-    n -= 0x10000
-    return f"\\u{0xD800 + (n >> 10):04x}\\u{0xDC00 + (n & 0x3FF):04x}"
-
-
-def ascii_json(text: str) -> str:
-    """What `json.dumps(..., ensure_ascii=True)` does to non-ASCII characters, on finished JSON
-    text: C1 controls and bidi overrides in a log never reach the terminal raw."""
-    return _NON_ASCII.sub(_escape, text)
-
-
-def check_rules(name: str | None) -> None:
-    """An unknown --rules profile is a usage error, said in one line."""
-    if not name:
-        return
-    from forensics.rules import get_profile
-
-    try:
-        get_profile(name)
-    except KeyError as e:
-        raise ForensicsError(ExitCode.USAGE, str(e).strip("'\"")) from e

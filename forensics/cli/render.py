@@ -208,3 +208,24 @@ def whatif_view(res: Any) -> RenderableType:
     out.append("\nmessage the engine would print:\n", style="bold")
     out.append(safe.inert_multiline(r.message, 4000) + "\n")
     return out
+
+
+def counterfactual_view(cf: Counterfactual):
+    """Terminal rendering: one line per change, log strings made inert."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from forensics.safe import inert
+
+    lines = [Text(f"Counterfactual: {cf.scenario} ({cf.certainty})", style="bold")]
+    lines.append(Text(f"  verdicts as recorded {cf.baseline_counts} -> under the scenario {cf.counts}", style="dim"))
+    for key, style in (("appear", "red"), ("vanish", "green"), ("unknown", "dim")):
+        items = getattr(cf, key)
+        lines.append(Text(f"  {key}: {len(items)}", style=style))
+        for c in items[:50]:
+            lines.append(Text(f"    {inert(c.one_line(), 300)}", style=style))
+    if cf.partition_by is not None:
+        lines.append(Text(f"  files placed {cf.files_placed}, cannot be told {cf.files_unknown}", style="dim"))
+    for n in cf.notes:
+        lines.append(Text(f"  {inert(n, 500)}", style="dim"))
+    return Group(*lines)

@@ -500,7 +500,7 @@ def materialize_case(case: dict[str, Any], directory: str | Path) -> Path:
                         "isolationLevel": "Serializable", "isBlindAppend": True,
                         "engineInfo": ENGINE_INFO.get(engine, "delta-forensics-conformance"),
                         "txnId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{case['name']}#0"))}},
-        {"protocol": pr.to_json()},
+        {"protocol": pr.to_dict()},
         {"metaData": _metadata_json(md)},
         *({"add": _add_json(f)} for f in ci.setup_files),
     ]
@@ -512,7 +512,7 @@ def materialize_case(case: dict[str, Any], directory: str | Path) -> Path:
         info = _commit_info(case, w_raw, w.version, acts, table_level, engine)
         lines = [{"commitInfo": info}]
         if w.protocol:
-            lines.append({"protocol": w.protocol.to_json()})
+            lines.append({"protocol": w.protocol.to_dict()})
         if w.metadata:
             lines.append({"metaData": _metadata_json(w.metadata)})
         raw_files = [a for a in w_raw.get("actions", [])]

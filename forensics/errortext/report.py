@@ -45,7 +45,7 @@ class WinnerHint:
     redacted_keys: tuple[str, ...] = ()  # key paths whose value was a placeholder
     json_problems: tuple[str, ...] = ()  # what the lenient parser had to tolerate
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "txnId": self.txn_id,
@@ -88,7 +88,7 @@ class ErrorReport:
     details: dict[str, Any] = field(default_factory=dict)  # attempts, versions, protocol numbers
     notes: tuple[str, ...] = ()  # caveats in words (why a family was chosen, inferred fields)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "recognized": self.recognized,
             "exception": self.exception,
@@ -99,7 +99,7 @@ class ErrorReport:
             "partitionText": self.partition_text,
             "file": self.file,
             "table": self.table,
-            "winner": self.winner.to_json() if self.winner else None,
+            "winner": self.winner.to_dict() if self.winner else None,
             "emptyDirectory": self.empty_directory,
             "wrapper": list(self.wrapper),
             "excerpt": self.excerpt,
@@ -129,14 +129,14 @@ class EventLogFailure:
     job_ids: tuple[int, ...] = ()
     log_file: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "executionId": self.execution_id,
             "description": self.description,
             "startMs": self.start_ms,
             "endMs": self.end_ms,
             "errorText": self.error_text,
-            "report": self.report.to_json(),
+            "report": self.report.to_dict(),
             "source": self.source,
             "jobIds": list(self.job_ids),
             "logFile": self.log_file,

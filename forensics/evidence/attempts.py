@@ -49,7 +49,7 @@ class Attempt:
     stray_commit: str | None = None
     tried: list[dict[str, Any]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "files": [f.path for f in self.files],
             "partitions": self.partitions,

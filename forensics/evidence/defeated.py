@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from forensics.errors import ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex
+
+if TYPE_CHECKING:
+    from forensics.evidence import Evidence
 
 
 def defeated_attempts(
@@ -21,13 +25,14 @@ def defeated_attempts(
     state: StateIndex,
     *,
     error_file: str | None = None,
-    use_evidence: bool = True,
+    evidence: Callable[[], Evidence] | None = None,
 ) -> list[dict[str, Any]]:
+    """`evidence` gives the table's evidence when asked (the caller caches it); None: not looked for."""
     out: list[dict[str, Any]] = []
     if error_file:
         out += _from_error_text(log, version, error_file, state)
-    if use_evidence:
-        out += _from_evidence(log, version)
+    if evidence is not None:
+        out += _from_evidence(version, evidence)
     return out
 
 
@@ -58,26 +63,21 @@ def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateI
     ]
 
 
-def _from_evidence(log: DeltaLog, version: int) -> list[dict[str, Any]]:
+def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[dict[str, Any]]:
     try:
-        from forensics.evidence import collect_evidence
-    except ImportError:
-        return []
-    try:
-        ev = collect_evidence(log)
-    except Exception:  # noqa: BLE001 - evidence is best effort for explain; `evidence` reports its own errors
+        ev = evidence()
+    except ForensicsError:  # evidence is best effort for explain; `evidence` reports its own errors
         return []
     out = []
-    for a in getattr(ev, "attempts", []):
-        wv = getattr(a, "winning_version", None)
-        if wv != version:
+    for a in ev.attempts:
+        if a.winning_version != version:
             continue
         out.append(
             {
                 "source": f"orphan files ({len(a.files)}) in {', '.join(_pstr(p) for p in a.partitions) or 'the table root'}",
                 "exception": a.likely_exception,
-                "partition": getattr(a, "partition", None),
-                "file": getattr(a, "file", None),
+                "partition": a.partition,
+                "file": a.file,
                 "loser_of": version,
                 "why": a.why,
             }

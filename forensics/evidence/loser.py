@@ -44,7 +44,7 @@ class ErrorExplanation:
     loser_partitions: list[dict[str, Any]] = field(default_factory=list)
     window: tuple[int, int] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         r = self.report
         return {
             "recognized": r.recognized,
@@ -54,10 +54,10 @@ class ErrorExplanation:
             "rule": r.rule,
             "partition": r.partition,
             "file": r.file,
-            "winner": r.winner.to_json() if r.winner else None,
+            "winner": r.winner.to_dict() if r.winner else None,
             "winning_version": self.winning_version,
-            "winner_match": self.match.to_json() if self.match else None,
-            "replay": self.replay.to_json() if self.replay else None,
+            "winner_match": self.match.to_dict() if self.match else None,
+            "replay": self.replay.to_dict() if self.replay else None,
             "hypothesis": self.hypothesis,
             "reproduced": self.reproduced,
             "certainty": "inferred" if self.replay else None,
@@ -257,3 +257,16 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
                             f"{r.verdict}{' ' + str(r.exception) if r.exception else ''}); the loser did something the text does not reveal")
     advice = advice_for(log, state, report, winner, replay, parts)
     return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced, advice, "; ".join(whys), parts, window)
+
+
+def text_only_explanation(report: ErrorReport) -> dict[str, Any]:
+    """What an error text says on its own (no table given): the `explain-error --json` shape, nothing replayed."""
+    from forensics.evidence.advice import general_advice
+
+    return {
+        "recognized": report.recognized, "exception": report.exception, "error_class": report.error_class,
+        "family": report.family, "rule": report.rule, "partition": report.partition, "file": report.file,
+        "winner": report.winner.to_dict() if report.winner else None, "winning_version": None,
+        "winner_match": None, "replay": None, "advice": general_advice(report),
+        "why": "no table given: what the text says, nothing replayed",
+    }

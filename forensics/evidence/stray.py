@@ -42,7 +42,7 @@ class StrayCommit:
     why: str = ""
     readable: bool = True
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "file": self.file, "kind": self.kind, "version": self.version, "mtime": self.mtime_ms,
             "operation": self.operation, "readVersion": self.read_version, "timestamp": self.timestamp,

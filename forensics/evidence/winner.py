@@ -26,7 +26,7 @@ class WinnerMatch:
     why: str
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"how": self.how, "candidates": self.candidates, "ambiguous": self.ambiguous, "why": self.why}
 
 

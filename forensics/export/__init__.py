@@ -1,10 +1,15 @@
-"""Exports of the one Timeline model (forensics.analysis.timeline): tables, Chrome trace, Mermaid, HTML.
+"""Exports of the one Timeline model (forensics.analysis.timeline): tables, Chrome trace, Mermaid, HTML;
+and of a TUI view's rows (`write_view`).
 
-`write_export` never writes under a table directory: `check_output_path` refuses such a path.
+Nothing here writes under a table directory: `check_output_path`, the one write guard, refuses such a path.
 """
 
 from __future__ import annotations
 
+import csv
+import datetime as _dt
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -13,6 +18,7 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.analysis.timeline import Timeline
 
 FORMATS = ("json", "csv", "parquet", "chrome-trace", "mermaid", "html")
+EXPORT_FORMATS = FORMATS
 
 
 def _local_table_dir(location: str) -> Path | None:
@@ -24,8 +30,11 @@ def _local_table_dir(location: str) -> Path | None:
     return Path(location).resolve()
 
 
-def check_output_path(path: str | Path, table_location: str) -> Path:
-    """The resolved output path; refuses (usage error) a path inside the table or a directory."""
+def check_output_path(path: str | Path, table_location: str, *, make_parents: bool = False) -> Path:
+    """The resolved output path; refuses (usage error) a path inside the table or a directory.
+
+    `make_parents` creates a missing parent directory (the TUI's ctrl+e) instead of refusing it.
+    """
     target = Path(path).expanduser()
     target = (target if target.is_absolute() else Path.cwd() / target).resolve()
     table = _local_table_dir(table_location)
@@ -34,7 +43,40 @@ def check_output_path(path: str | Path, table_location: str) -> Path:
     if target.is_dir():
         raise ForensicsError(ExitCode.USAGE, f"{target} is a directory; give a file name")
     if not target.parent.is_dir():
-        raise ForensicsError(ExitCode.USAGE, f"{target.parent} does not exist")
+        if not make_parents:
+            raise ForensicsError(ExitCode.USAGE, f"{target.parent} does not exist")
+        target.parent.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def default_export_name(view: str, table_location: str, fmt: str = "json") -> Path:
+    """`./delta-forensics-<view>-<table name>-<UTC stamp>.<fmt>` in the current directory."""
+    parts = [p for p in table_location.rstrip("/").split("/") if p]
+    name = parts[-1] if parts else "table"
+    if name == "table" and len(parts) >= 2:  # sample_logs/<name>/table: the parent names it better
+        name = parts[-2]
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return Path.cwd() / f"delta-forensics-{view}-{name}-{stamp}.{fmt}"
+
+
+def write_view(path: str | Path, payload: dict[str, Any], table_location: str) -> Path:
+    """A view's payload as JSON, or its rows as CSV when the name ends in `.csv`; atomically."""
+    target = check_output_path(path, table_location, make_parents=True)
+    tmp = target.with_name(target.name + ".tmp")
+    if target.suffix.lower() == ".csv":
+        rows = payload.get("rows") or payload.get("bars") or payload.get("cells") or []
+        keys: list[str] = list(dict.fromkeys(k for r in rows for k in r))
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            w = csv.DictWriter(fh, fieldnames=keys)
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    else:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, ensure_ascii=False, indent=2, default=str)
+            fh.write("\n")
+    os.replace(tmp, target)
     return target
 
 

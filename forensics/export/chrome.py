@@ -68,7 +68,7 @@ def _name(s: Span) -> str:
 
 
 def _args(s: Span) -> dict[str, Any]:
-    d = {k: v for k, v in s.to_json().items() if v not in (None, [], "", {})}
+    d = {k: v for k, v in s.to_dict().items() if v not in (None, [], "", {})}
     for k in ("why", "likely_reason", "file"):
         if k in d:
             d[k] = inert(d[k], 2000)

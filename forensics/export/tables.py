@@ -142,7 +142,7 @@ def span_rows(tl: Timeline) -> list[dict[str, Any]]:
 
 
 def edge_rows(tl: Timeline) -> list[dict[str, Any]]:
-    return [e.to_json() for e in tl.edges]
+    return [e.to_dict() for e in tl.edges]
 
 
 def spans_frame(tl: Timeline) -> pl.DataFrame:
@@ -159,7 +159,7 @@ def edges_path(path: Path) -> Path:
 
 
 def write_json(tl: Timeline, path: Path) -> list[Path]:
-    path.write_text(json.dumps(tl.to_json(), ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(tl.to_dict(), ensure_ascii=False, indent=1, default=str) + "\n", encoding="utf-8")
     return [path]
 
 

@@ -50,7 +50,7 @@ class WhatIfResult:
     winners: list[int]
     notes: list[str]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         d = {
             "verdict": self.result.verdict,
             "exception": self.result.exception,
@@ -73,7 +73,7 @@ class WhatIfResult:
                 "read": self.read_summary,
                 "write": self.write_summary,
                 "notes": self.notes,
-                "checks": [c.to_json() for c in self.result.checks],
+                "checks": [c.to_dict() for c in self.result.checks],
             }
         )
         return d

@@ -13,8 +13,11 @@ sets, run the profile's checks against each winner in order, and give a verdict:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
+
+import polars as pl
 
 from forensics.runtime.gc_tuning import fewer_collections
 from forensics.log.delta_log import DeltaLog
@@ -48,7 +51,7 @@ class CommitVerdict:
     message: str | None = None
     result: WindowResult | None = None
 
-    def to_json(self, with_checks: bool = False) -> dict[str, Any]:
+    def to_dict(self, with_checks: bool = False) -> dict[str, Any]:
         d = {
             "version": self.version,
             "readVersion": self.read_version,
@@ -68,7 +71,7 @@ class CommitVerdict:
             "likely_reason": self.likely_reason,
         }
         if with_checks and self.result is not None:
-            d["checks"] = [c.to_json() for c in self.result.checks]
+            d["checks"] = [c.to_dict() for c in self.result.checks]
             d["message"] = self.result.message
         return d
 
@@ -90,7 +93,7 @@ class ReplayReport:
             c[v.verdict] = c.get(v.verdict, 0) + 1
         return c
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.location,
             "rules": self.rules,
@@ -99,8 +102,15 @@ class ReplayReport:
             "windows": len(self.verdicts),
             "not_concurrent": self.not_concurrent,
             "counts": self.counts,
-            "commits": [v.to_json() for _, v in sorted(self.verdicts.items())],
+            "commits": [v.to_dict() for _, v in sorted(self.verdicts.items())],
         }
+
+    def to_frame(self) -> pl.DataFrame:
+        """One row per replayed commit (the `commits` of `to_dict`), for notebooks and filters."""
+        rows = [v.to_dict() for _, v in sorted(self.verdicts.items())]
+        for r in rows:  # nested values as JSON text: one column type whatever each row holds
+            r["partition"] = json.dumps(r["partition"]) if r["partition"] is not None else None
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
 
 # --------------------------------------------------------------------------------------

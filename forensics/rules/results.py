@@ -1,6 +1,6 @@
 """Results of the conflict checker: one record per check that ran, one verdict per window.
 
-`WindowResult.to_json()` is the contract the `whatif` command prints:
+`WindowResult.to_dict()` is the contract the `whatif` command prints:
 {"verdict", "exception", "winning_version", "rule", "partition", "file", "message",
  "reordered_before"} plus extra keys (checks, profile, certainty, why, error_class).
 """
@@ -30,7 +30,7 @@ class CheckOutcome:
     error_class: str | None = None  # e.g. DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT
     inferred: bool = False  # the outcome rests on an inference (e.g. Databricks row-level concurrency)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "check": self.check,
             "status": self.status,
@@ -45,14 +45,16 @@ class CheckOutcome:
         }
 
 
-Verdict = Literal["commit", "abort"]
+# What the engine does with the transaction; the replay's verdict (clean/reordered/anomaly) is
+# forensics.model.Verdict, a judgement about a commit that is in the log.
+CommitOrAbort = Literal["commit", "abort"]
 
 
 @dataclass
 class WindowResult:
     """Outcome of checking a transaction against its winning commits R+1..V-1 in order."""
 
-    verdict: Verdict
+    verdict: CommitOrAbort
     exception: str | None
     winning_version: int | None
     rule: str  # the check that aborted, or "none"
@@ -66,7 +68,7 @@ class WindowResult:
     why: str
     error_class: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "exception": self.exception,
@@ -80,5 +82,5 @@ class WindowResult:
             "profile": self.profile,
             "certainty": self.certainty.value,
             "why": self.why,
-            "checks": [c.to_json() for c in self.checks],
+            "checks": [c.to_dict() for c in self.checks],
         }

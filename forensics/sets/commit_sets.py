@@ -86,7 +86,7 @@ class CommitSets:
     read_protocol: Protocol | None
     writer: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         r, w = self.read, self.write
         if not r.recorded_read:
             pp = None

@@ -60,7 +60,7 @@ class SynthResult:
     active_files: int = 0
     isolation_level: str = "Serializable"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "out": self.out,
             "versions": self.versions,

@@ -39,7 +39,7 @@ class Matrix:
     cells: dict[tuple[str, str], dict[str, int]] = field(default_factory=dict)
     examples: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "view": "matrix",
             "rows_are": "committing transaction (loser side)",
@@ -138,4 +138,4 @@ class MatrixScreen(Screen[None]):
         self.dismiss(None)
 
     def export_json(self) -> dict[str, Any]:
-        return self.matrix.to_json()
+        return self.matrix.to_dict()

@@ -41,7 +41,7 @@ class Bar:
     marks: dict[int, tuple[str, str]] = field(default_factory=dict)  # version -> (char, style)
     detail: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "version": self.version, "readVersion": self.lo, "end": self.hi, "verdict": self.verdict,
                 "marks": {str(k): v[0] for k, v in self.marks.items()}, **self.detail}
 
@@ -269,4 +269,4 @@ class TimelineScreen(Screen[int | None]):
         self.dismiss(None)
 
     def export_json(self) -> dict[str, Any]:
-        return {"view": "timeline", "bars": [b.to_json() for b in self.query_one(TimelineView).bars]}
+        return {"view": "timeline", "bars": [b.to_dict() for b in self.query_one(TimelineView).bars]}

@@ -57,7 +57,7 @@ def parse_partitions(text: str) -> list[dict[str, str]]:
 
 
 def result_text(res: Any) -> Text:
-    j = res.to_json() if hasattr(res, "to_json") else dict(res)
+    j = res.to_dict() if hasattr(res, "to_dict") else dict(res)
     style = {"commit": "bold green", "clean": "bold green", "abort": "bold red", "reordered": "bold yellow"}.get(str(j.get("verdict")), "bold")
     t = Text()
     t.append(f"verdict: {safe.inert(j.get('verdict'), 40)}", style=style)
@@ -189,4 +189,4 @@ class WhatIfScreen(Screen[None]):
         self.dismiss(None)
 
     def export_json(self) -> dict[str, Any]:
-        return {"view": "whatif", "result": self.last_result.to_json() if self.last_result is not None else None}
+        return {"view": "whatif", "result": self.last_result.to_dict() if self.last_result is not None else None}

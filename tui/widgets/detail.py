@@ -124,7 +124,7 @@ def actions_block(actions: pl.DataFrame, others: pl.DataFrame) -> RenderableType
 
 def sets_block(sets: Any) -> RenderableType:
     """Read and write sets with their exact/inferred labels (forensics.sets.commit_sets.CommitSets)."""
-    j = sets.to_json() if hasattr(sets, "to_json") else {}
+    j = sets.to_dict() if hasattr(sets, "to_dict") else {}
     r, w = j.get("read", {}), j.get("write", {})
     read_pairs: list[tuple[str, Any]] = [
         ("partition predicate", r.get("partition_predicate") or Text("none recorded (blind append)" if r.get("partition_predicate") is None else "", style="dim")),
@@ -157,7 +157,7 @@ def _bound(b: str | None, prefix: str = "") -> Text:
 
 
 def verdict_block(vi: Any) -> RenderableType:
-    j = vi.to_json()
+    j = vi.to_dict()
     style = {"clean": "green", "reordered": "yellow", "anomaly": "bold red"}.get(vi.verdict, "dim")
     pairs: list[tuple[str, Any]] = [("verdict", Text(vi.verdict, style=style))]
     for k in ("exception", "winning_version", "rule", "partition", "file", "reordered_before", "profile", "isolation_level", "certainty", "why", "likely_reason"):

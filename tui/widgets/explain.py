@@ -46,7 +46,7 @@ def fallback_lines(version: int, read_version: int | None, window: list[int], ve
     else:
         lines.append(("", f"version {version} read version {read_version}; {len(window)} commit(s) landed in between: v{window[0]}–v{window[-1]}."))
     if verdict is not None:
-        j = verdict.to_json()
+        j = verdict.to_dict()
         lines.append(("bold", f"verdict: {verdict.verdict}"))
         for k in ("exception", "rule", "winning_version", "partition", "file", "why", "likely_reason"):
             if j.get(k) not in (None, "", []):

@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from forensics.cli.common import ascii_json
+from forensics.safe import ascii_json
 from forensics.log.snapshot import SnapshotFrame
 
 # Printable ASCII except `"` and `\`: the strings json.dumps(ensure_ascii=True) leaves as they are.
@@ -126,8 +126,8 @@ def write_snapshot_json(frame: SnapshotFrame, findings: list[dict[str, Any]], ou
             out.write(", ")
         out.write(ascii_json(part.str.join(", ").item()))
     rest = {
-        "protocol": frame.protocol.to_json() if frame.protocol else None,
-        "metadata": frame.metadata.to_json() if frame.metadata else None,
+        "protocol": frame.protocol.to_dict() if frame.protocol else None,
+        "metadata": frame.metadata.to_dict() if frame.metadata else None,
         "appTransactions": frame.app_transactions,
         "domainMetadata": frame.domain_metadata,
         "baseCheckpoint": frame.base_checkpoint,

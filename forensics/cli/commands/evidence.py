@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.safe import inert
 
 
@@ -18,14 +18,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.evidence import collect_evidence
-
-    check_rules(args.rules)
-    log = open_table(args)
-    code = report_findings(args, log.findings)
-    ev = collect_evidence(log, rules=args.rules, replay=not args.no_replay)
+    table = open_table(args)
+    code = report_findings(args, table.findings)
+    ev = table.evidence(replay=not args.no_replay)
     if args.json:
-        print_json(ev.to_json())
+        print_json(ev.to_dict())
         return code
     out = sys.stdout.write
     out(f"orphan data files: {len(ev.orphan_files)}\n")

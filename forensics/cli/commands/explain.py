@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -20,18 +20,10 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.evidence.defeated import defeated_attempts
-    from forensics.analysis.explain import explain_version
-    from forensics.sets.commit_sets import StateIndex
-
-    check_rules(args.rules)
-    log = open_table(args)
-    log.record(args.version)  # NO_VERSION when absent
-    state = StateIndex(log)
-    defeated = defeated_attempts(log, args.version, state, error_file=args.error_file, use_evidence=not args.no_evidence)
-    exp = explain_version(log, args.version, rules=args.rules, isolation_level=args.isolation_level, state=state, defeated=defeated)
+    table = open_table(args)
+    exp = table.explain(args.version, isolation_level=args.isolation_level, error_file=args.error_file, use_evidence=not args.no_evidence)
     if args.json:
-        print_json(exp.to_json())
+        print_json(exp.to_dict())
     else:
         from rich.text import Text
 
@@ -41,4 +33,4 @@ def run(args: argparse.Namespace) -> int:
         for style, line in exp.lines():
             t.append(line + "\n", style=style)
         print_renderable(t)
-    return report_findings(args, log.findings)
+    return report_findings(args, table.findings)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.errors import ExitCode, ForensicsError
 from forensics.safe import inert, inert_multiline
 
@@ -34,18 +34,6 @@ def _read_text(path: str) -> str:
             return fh.read(MAX_TEXT)
     except OSError as e:
         raise ForensicsError(ExitCode.USAGE, f"cannot read {path}: {e.strerror}") from e
-
-
-def _text_only(report) -> dict[str, Any]:
-    from forensics.evidence.advice import general_advice
-
-    return {
-        "recognized": report.recognized, "exception": report.exception, "error_class": report.error_class,
-        "family": report.family, "rule": report.rule, "partition": report.partition, "file": report.file,
-        "winner": report.winner.to_json() if report.winner else None, "winning_version": None,
-        "winner_match": None, "replay": None, "advice": general_advice(report),
-        "why": "no table given: what the text says, nothing replayed",
-    }
 
 
 def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
@@ -83,9 +71,9 @@ def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.errortext import parse_error_text, parse_event_log
+    from forensics import check_profile, parse_error_text, parse_event_log, text_only_explanation
 
-    check_rules(args.rules)
+    check_profile(args.rules)  # an unknown --rules fails before anything is read
     if args.event_log:
         try:
             failures = parse_event_log(args.event_log)
@@ -103,32 +91,14 @@ def run(args: argparse.Namespace) -> int:
 
     results: list[dict[str, Any]] = []
     code = int(ExitCode.OK)
-    if args.table:
-        from forensics.evidence import collect_evidence
-        from forensics.evidence.loser import explain_error
-        from forensics.sets.commit_sets import StateIndex
-
-        log = open_table(args)
-        code = report_findings(args, log.findings)
-        state = StateIndex(log)
-        evidence = None
-        for report, window, failure in items:
-            if evidence is None:
-                # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
-                # text names no winner (then the attempts' replays point at it).
-                named = report.winner is not None and (report.winner.version is not None or report.winner.txn_id or report.winner.timestamp is not None)
-                evidence = collect_evidence(log, state, rules=args.rules, replay=not named)
-            ex = explain_error(log, report, rules=args.rules, window=window, state=state, evidence=evidence)
-            d = ex.to_json()
-            if failure is not None:
-                d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
-            results.append(d)
-    else:
-        for report, window, failure in items:
-            d = _text_only(report)
-            if failure is not None:
-                d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
-            results.append(d)
+    table = open_table(args) if args.table else None
+    if table is not None:
+        code = report_findings(args, table.findings)
+    for report, window, failure in items:
+        d = table.explain_error(report, window=window).to_dict() if table is not None else text_only_explanation(report)
+        if failure is not None:
+            d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
+        results.append(d)
 
     if args.json:
         print_json(results[0] if not args.event_log else {"failures": results})

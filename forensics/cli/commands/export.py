@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -36,30 +36,17 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.export import check_output_path, write_export
+    from forensics import check_output_path
     from forensics.errors import ExitCode, ForensicsError
-    from forensics.analysis.timeline import timeline_for
 
-    check_rules(args.rules)
     if args.from_v is not None and args.to_v is not None and args.from_v > args.to_v:
         raise ForensicsError(ExitCode.USAGE, f"--from {args.from_v} is after --to {args.to_v}")
     # Refuse a path under the table before reading anything (the table path is known already).
     check_output_path(args.output, args.table)
-    log = open_table(args)
-    out = check_output_path(args.output, log.location)
-    tl, report, _ev = timeline_for(log, rules=args.rules, from_v=args.from_v, to_v=args.to_v, with_evidence=not args.no_evidence)
-    stats = cfs = None
-    if args.format == "html":
-        from forensics.analysis.counterfactual import isolation_counterfactual, partition_counterfactual
-        from forensics.analysis.stats import parse_window, table_stats
-
-        stats = table_stats(log, tl, parse_window(args.window), args.window).to_json()
-        cfs = []
-        for level in args.cf_levels or ["Serializable", "WriteSerializable"]:
-            cfs.append(isolation_counterfactual(log, level, rules=args.rules, baseline=report).to_json())
-        for col in args.cf_partition or []:
-            cfs.append(partition_counterfactual(log, col, rules=args.rules, baseline=report).to_json())
-    written = write_export(tl, args.format, out, stats=stats, counterfactuals=cfs)
+    table = open_table(args)
+    written, tl = table.export(args.format, args.output, from_version=args.from_v, to_version=args.to_v,
+                               with_evidence=not args.no_evidence, window=args.window,
+                               isolation_levels=args.cf_levels, partition_columns=args.cf_partition)
     if args.json:
         print_json({"format": args.format, "files": [str(p) for p in written], "spans": len(tl.spans), "edges": len(tl.edges),
                     "schema_version": tl.schema_version, "notes": tl.notes})
@@ -69,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             for n in tl.notes:
                 sys.stderr.write(f"note: {n}\n")
-    return report_findings(args, log.findings + report.findings)
+    return report_findings(args, table.findings + tl.findings)

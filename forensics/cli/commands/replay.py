@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -19,35 +19,28 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.replay.windows import replay_table
-    check_rules(args.rules)
-    log = open_table(args)
-    report = replay_table(log, rules=args.rules, isolation_level=args.isolation_level)
-    cf = _counterfactual(args, log, report)
+    table = open_table(args)
+    report = table.replay_report(isolation_level=args.isolation_level)
+    cf = _counterfactual(args, table, report)
     if args.json:
-        d = report.to_json()
+        d = report.to_dict()
         if cf is not None:
-            d["counterfactual"] = cf.to_json()
+            d["counterfactual"] = cf.to_dict()
         print_json(d)
     else:
         from forensics.cli.render import print_renderable, replay_view
 
         print_renderable(replay_view(report, show_skipped=args.all))
         if cf is not None:
-            from forensics.analysis.counterfactual import counterfactual_view
+            from forensics.cli.render import counterfactual_view
 
             print_renderable(counterfactual_view(cf))
-    return report_findings(args, log.findings + report.findings)
+    return report_findings(args, table.findings + report.findings)
 
 
-def _counterfactual(args: argparse.Namespace, log, report):
+def _counterfactual(args: argparse.Namespace, table, report):
     """Diff against the as-recorded replay (--isolation-level) or a simulated partitioning (--partition-by)."""
-    if not args.isolation_level and not getattr(args, "partition_by", None):
+    if not args.isolation_level and not args.partition_by:
         return None
-    from forensics.analysis.counterfactual import isolation_counterfactual, partition_counterfactual
-    from forensics.replay.windows import replay_table
-
-    recorded = replay_table(log, rules=args.rules) if args.isolation_level else report
-    if getattr(args, "partition_by", None):
-        return partition_counterfactual(log, args.partition_by, rules=args.rules, isolation_level=args.isolation_level, baseline=recorded)
-    return isolation_counterfactual(log, args.isolation_level, rules=args.rules, baseline=recorded)
+    recorded = table.replay_report() if args.isolation_level else report
+    return table.counterfactual(isolation_level=args.isolation_level, partition_by=args.partition_by, baseline=recorded)

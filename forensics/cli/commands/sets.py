@@ -15,18 +15,13 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.sets.commit_sets import StateIndex, commit_sets
-
-    log = open_table(args)
-    state = StateIndex(log)
-    versions = [args.at_version] if args.at_version is not None else log.versions
-    if args.at_version is not None:
-        log.record(args.at_version)  # NO_VERSION if absent
-    out = [commit_sets(log, v, state).to_json() for v in versions]
+    table = open_table(args)
+    versions = [args.at_version] if args.at_version is not None else table.versions
+    out = [table.commit_sets(v).to_dict() for v in versions]
     if args.json:
         print_json(out)
     else:
         from forensics.cli.render import print_renderable, sets_view
 
         print_renderable(sets_view(out))
-    return report_findings(args, log.findings + state.lifetimes.findings)
+    return report_findings(args, table.findings + table.state.lifetimes.findings)

@@ -42,8 +42,8 @@ def snapshot_json(s: Snapshot) -> dict[str, Any]:
             }
             for f in s.files
         ],
-        "protocol": s.protocol.to_json() if s.protocol else None,
-        "metadata": s.metadata.to_json() if s.metadata else None,
+        "protocol": s.protocol.to_dict() if s.protocol else None,
+        "metadata": s.metadata.to_dict() if s.metadata else None,
         "appTransactions": s.app_transactions,
         "domainMetadata": s.domain_metadata,
         "baseCheckpoint": s.base_checkpoint,
@@ -51,19 +51,19 @@ def snapshot_json(s: Snapshot) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    log = open_table(args)
+    table = open_table(args)
     if args.json:
         # Column-wise and without stats (the JSON has none): 1M files in seconds, not a
         # FileAction and a dict per file. Same text as print_json(snapshot_json(...)).
         from forensics.cli.commands._snapshot_json import write_snapshot_json
-        from forensics.log.snapshot import snapshot_frame
 
-        frame, findings = snapshot_frame(log, args.at_version, stats=False)
-        write_snapshot_json(frame, [f.to_json() for f in log.findings + findings], sys.stdout)
+        frame, findings = table.snapshot_frame(args.at_version, stats=False)
+        write_snapshot_json(frame, [f.to_dict() for f in table.findings + findings], sys.stdout)
     else:
-        from forensics.log.snapshot import snapshot
         from forensics.cli.render import print_renderable, snapshot_view
 
-        snap, findings = snapshot(log, args.at_version)
-        print_renderable(snapshot_view(snap, log.location))
-    return report_findings(args, log.findings + findings)
+        before = table.findings
+        snap = table.snapshot(args.at_version)
+        findings = [f for f in table.findings if f not in before]
+        print_renderable(snapshot_view(snap, table.location))
+    return report_findings(args, table.findings[: len(table.findings) - len(findings)] + findings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 
 
 def add_parser(sub) -> None:
@@ -21,21 +21,16 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.analysis.stats import parse_window, table_stats
-    from forensics.analysis.timeline import timeline_for
-
-    check_rules(args.rules)
-    window_ms = parse_window(args.window)
-    log = open_table(args)
-    tl, report, _ev = timeline_for(log, rules=args.rules, from_v=args.from_v, to_v=args.to_v, with_evidence=not args.no_evidence)
-    st = table_stats(log, tl, window_ms, args.window, top=max(1, args.top))
+    table = open_table(args)
+    st = table.stats_report(window=args.window, from_version=args.from_v, to_version=args.to_v, top=args.top,
+                            with_evidence=not args.no_evidence)
     if args.json:
-        print_json(st.to_json())
+        print_json(st.to_dict())
     else:
         from forensics.cli.render import print_renderable
 
-        print_renderable(stats_view(st.to_json()))
-    return report_findings(args, log.findings + report.findings)
+        print_renderable(stats_view(st.to_dict()))
+    return report_findings(args, table.findings + st.findings)
 
 
 def stats_view(st: dict):

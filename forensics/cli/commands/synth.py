@@ -73,7 +73,7 @@ def run(args) -> int:
     except TableDirNotEmpty as exc:
         raise ForensicsError(ExitCode.USAGE, str(exc), file=str(out)) from exc
     if getattr(args, "json", False):
-        print(json.dumps(result.to_json(), sort_keys=True))
+        print(json.dumps(result.to_dict(), sort_keys=True))
     else:
         from rich.console import Console
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.common import add_table_arguments, check_rules, open_table, print_json, report_findings
+from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -34,11 +34,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics.replay.whatif import WhatIfRequest, whatif
-
-    check_rules(args.rules)
-    log = open_table(args)
-    req = WhatIfRequest(
+    table = open_table(args)
+    res = table.whatif(
         read_version=args.read_version,
         operation=args.operation,
         predicate=args.predicate,
@@ -49,11 +46,10 @@ def run(args: argparse.Namespace) -> int:
         until=args.until,
         app_id=args.app_id,
     )
-    res = whatif(log, req)
     if args.json:
-        print_json(res.to_json())
+        print_json(res.to_dict())
     else:
         from forensics.cli.render import print_renderable, whatif_view
 
         print_renderable(whatif_view(res))
-    return report_findings(args, log.findings)
+    return report_findings(args, table.findings)

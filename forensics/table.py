@@ -1,0 +1,341 @@
+"""`forensics.Table`: the one front object a notebook, the CLI and the TUI all start from.
+
+It owns what every question about a table needs (the parsed log and its cache, the Spark
+session it was read with, the rule profile, the per-version table state) so callers never
+thread a log and a state through call chains. Tables of rows come back as polars DataFrames;
+single answers as typed dataclasses with `to_dict()`.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+import polars as pl
+
+from forensics.errors import ExitCode, ForensicsError
+
+if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
+    from forensics.analysis.counterfactual import Counterfactual
+    from forensics.analysis.explain import Explanation
+    from forensics.analysis.stats import Stats
+    from forensics.analysis.timeline import Timeline
+    from forensics.errortext import ErrorReport
+    from forensics.evidence import Evidence
+    from forensics.evidence.loser import ErrorExplanation
+    from forensics.evidence.winner import WinnerMatch
+    from forensics.log.delta_log import DeltaLog
+    from forensics.log.snapshot import SnapshotFrame
+    from forensics.model import Finding, Snapshot
+    from forensics.replay.whatif import WhatIfRequest, WhatIfResult
+    from forensics.replay.windows import ReplayReport
+    from forensics.sets.commit_sets import CommitSets, StateIndex
+
+Progress = Callable[[str], None]
+
+
+class Table:
+    """A Delta table under investigation, read from its `_delta_log`.
+
+    >>> t = Table("sample_logs/b-writeserializable-reorder/table")
+    >>> t.history()                 # polars DataFrame, one row per retained version
+    >>> t.replay()                  # polars DataFrame, one row per concurrent commit and its verdict
+    >>> t.explain(3).lines()        # the story of version 3: reads, winners, checks, verdict, advice
+    >>> t.explain_error(text)       # which commit beat the transaction that printed `text`
+    >>> t.whatif(read_version=1, operation="DELETE", predicate="date = '2024-06-18'")
+
+    Construction reads the log (from the cache when nothing changed; Spark only for new
+    commits). `rules` names a rule profile for every question (default: the profile of the
+    engine that wrote each commit); `spark` is a caller's SparkSession, `master`/`remote` ask
+    for a cluster or Spark Connect; `use_cache=False` reads afresh and writes no cache.
+    Expected failures raise subclasses of `forensics.ForensicsError`.
+    """
+
+    def __init__(
+        self,
+        uri: str | Path,
+        *,
+        rules: str | None = None,
+        use_cache: bool = True,
+        spark: Any = None,
+        master: str | None = None,
+        remote: str | None = None,
+        progress: Progress | None = None,
+        _log: "DeltaLog | None" = None,
+    ):
+        if rules:
+            check_profile(rules)
+        self.rules = rules
+        self._master, self._remote, self._spark = master, remote, spark
+        if _log is None:
+            from forensics.log.delta_log import DeltaLog
+
+            _log = DeltaLog.open(str(uri), use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
+        self._log = _log
+        self._lock = threading.RLock()
+        self._state: StateIndex | None = None
+        self._evidence: dict[tuple[str | None, bool], Evidence] = {}
+
+    @classmethod
+    def from_cache(cls, uri: str | Path, *, rules: str | None = None) -> "Table | None":
+        """The table as cached, without starting a JVM; None when the cache is missing or behind."""
+        from forensics.log.delta_log import DeltaLog
+
+        log = DeltaLog.open_cached(str(uri))
+        return None if log is None else cls(uri, rules=rules, _log=log)
+
+    def _spark_session(self) -> Any:
+        if self._spark is not None:
+            return self._spark
+        from forensics.runtime.spark import get_spark
+
+        return get_spark(master=self._master, remote=self._remote)
+
+    # ---- what the log is ------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        """The table's URI, as resolved (absolute `file:` URI for a local path)."""
+        return self._log.location
+
+    @property
+    def versions(self) -> list[int]:
+        return self._log.versions
+
+    @property
+    def latest_version(self) -> int | None:
+        return self._log.latest_version
+
+    @property
+    def findings(self) -> list["Finding"]:
+        """What the reader noticed about the log (gaps, corrupt lines, stale checkpoints...)."""
+        return list(self._log.findings)
+
+    @property
+    def read_from_cache(self) -> bool:
+        """Whether the log came from the cache (no Spark job) rather than a fresh read."""
+        return self._log.from_cache
+
+    @property
+    def log(self) -> "DeltaLog":
+        """The parsed log itself, for the stages below the front object (not a stable API)."""
+        return self._log
+
+    @property
+    def state(self) -> "StateIndex":
+        """Metadata, protocol and file lifetimes at every version, built once per Table."""
+        with self._lock:
+            if self._state is None:
+                from forensics.sets.commit_sets import StateIndex
+
+                self._state = StateIndex(self._log)
+            return self._state
+
+    def has_version(self, version: int) -> bool:
+        return self._log.has_version(version)
+
+    def _need(self, version: int) -> None:
+        self._log.record(version)  # VersionNotInLog when absent
+
+    # ---- tables (polars DataFrames) --------------------------------------------------
+
+    def history(self, start: int | None = None, end: int | None = None) -> pl.DataFrame:
+        """One row per retained version, with the `history --json` field names."""
+        from forensics.log.history import history_frame
+
+        return history_frame(self._log.commits, start, end)
+
+    def history_json(self, start: int | None = None, end: int | None = None) -> str:
+        """The `history --json` document (built column-wise: fast on 100k versions)."""
+        from forensics.log.history import history_json
+
+        return history_json(self._log.commits, start, end)
+
+    def history_rows(self, start: int | None = None, end: int | None = None) -> list[dict[str, Any]]:
+        """The `history --json` objects as Python dicts (what views render)."""
+        from forensics.log.history import history_rows
+
+        return history_rows(self._log.commits, start, end)
+
+    def snapshot(self, version: int | None = None) -> "Snapshot":
+        """The table state at `version` (default latest): active files, metadata, protocol."""
+        from forensics.log.snapshot import snapshot
+
+        snap, found = snapshot(self._log, version)
+        self._log.findings.extend(f for f in found if f not in self._log.findings)
+        return snap
+
+    def snapshot_frame(self, version: int | None = None, *, stats: bool = True) -> tuple["SnapshotFrame", list["Finding"]]:
+        """The same state with the active files left as a frame (1M files in seconds)."""
+        from forensics.log.snapshot import snapshot_frame
+
+        return snapshot_frame(self._log, version, stats=stats)
+
+    def commit_sets(self, version: int) -> "CommitSets":
+        """What the commit at `version` read (with how sure) and wrote."""
+        from forensics.sets.commit_sets import commit_sets
+
+        self._need(version)
+        return commit_sets(self._log, version, self.state)
+
+    def sets(self, version: int | None = None) -> pl.DataFrame:
+        """Read and write sets of every version (or one), one row each."""
+        versions = [version] if version is not None else self.versions
+        rows = [self.commit_sets(v).to_dict() for v in versions]
+        return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
+
+    def replay_report(self, *, isolation_level: str | None = None, versions: list[int] | None = None) -> "ReplayReport":
+        """Every concurrency window through the rules: the verdicts with their checks and findings."""
+        from forensics.replay.windows import replay_table
+
+        return replay_table(self._log, rules=self.rules, isolation_level=isolation_level, versions=versions, state=self.state)
+
+    def replay(self, *, isolation_level: str | None = None) -> pl.DataFrame:
+        """One row per commit with a stale readVersion: verdict (clean/reordered/anomaly), rule, winner."""
+        return self.replay_report(isolation_level=isolation_level).to_frame()
+
+    def stats_report(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None,
+                     top: int = 20, with_evidence: bool = True) -> "Stats":
+        """Contention statistics: partitions, files, operation pairs, concurrency, retries."""
+        from forensics.analysis.stats import parse_window, table_stats
+
+        window_ms = parse_window(window)
+        tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
+        st = table_stats(self._log, tl, window_ms, window, top=max(1, top))
+        st.findings = list(tl.findings)
+        return st
+
+    def stats(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None) -> pl.DataFrame:
+        """The most contended partitions, one row each (the rest: `stats_report`)."""
+        st = self.stats_report(window=window, from_version=from_version, to_version=to_version, top=1_000_000)
+        return pl.DataFrame(st.to_dict()["partitions"], infer_schema_length=None)
+
+    # ---- single answers (dataclasses with to_dict) -------------------------------------
+
+    def explain(self, version: int, *, isolation_level: str | None = None, error_file: str | None = None,
+                use_evidence: bool = True) -> "Explanation":
+        """The story of one version: reads, winners, each check, the verdict, defeated attempts, advice."""
+        from forensics.analysis.explain import explain_version
+        from forensics.evidence.defeated import defeated_attempts
+
+        self._need(version)
+        defeated = defeated_attempts(self._log, version, self.state, error_file=error_file,
+                                     evidence=(lambda: self.evidence()) if use_evidence else None)
+        return explain_version(self._log, version, rules=self.rules, isolation_level=isolation_level,
+                               state=self.state, defeated=defeated)
+
+    def explain_error(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "ErrorExplanation":
+        """Which commit beat the transaction that failed with `error` (text or parsed), by which rule."""
+        from forensics.errortext import parse_error_text
+        from forensics.evidence.loser import explain_error
+
+        report = parse_error_text(error) if isinstance(error, str) else error
+        if not report.recognized:
+            raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"not a Delta concurrency error: {report.why_not or 'no conflict text found'}")
+        w = report.winner
+        named = w is not None and (w.version is not None or bool(w.txn_id) or w.timestamp is not None)
+        # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
+        # text names no winner (then the attempts' replays point at it).
+        ev = self.evidence(replay=not named)
+        return explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev)
+
+    def find_winner(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "WinnerMatch":
+        """The winning commit an error text names (version, txnId, or timestamp and operation)."""
+        from forensics.errortext import parse_error_text
+        from forensics.evidence.winner import find_winner
+
+        report = parse_error_text(error) if isinstance(error, str) else error
+        return find_winner(self._log, report.winner, loser_window=window)
+
+    def whatif(self, request: "WhatIfRequest | None" = None, **fields: Any) -> "WhatIfResult":
+        """A hypothetical transaction: `whatif(read_version=3, operation="DELETE", predicate="...")`."""
+        from forensics.replay.whatif import WhatIfRequest, whatif
+
+        if request is None:
+            fields.setdefault("rules", self.rules)
+            request = WhatIfRequest(**fields)
+        if request.rules:
+            check_profile(request.rules)
+        return whatif(self._log, request, self.state)
+
+    def evidence(self, *, replay: bool = True) -> "Evidence":
+        """Orphan data files, stray commit files, and the aborted attempts they reveal."""
+        from forensics.evidence import collect_evidence
+
+        key = (self.rules, replay)
+        with self._lock:
+            if key not in self._evidence:
+                have = self._evidence.get((self.rules, True))  # a replayed one answers both
+                self._evidence[key] = have or collect_evidence(self._log, self.state, rules=self.rules, replay=replay)
+            return self._evidence[key]
+
+    def timeline(self, *, isolation_level: str | None = None, from_version: int | None = None,
+                 to_version: int | None = None, with_evidence: bool = True) -> "Timeline":
+        """Committed transactions, aborted attempts and who-lost-to-whom edges, for the exports."""
+        from forensics.analysis.timeline import build_timeline
+
+        versions = None
+        if from_version is not None or to_version is not None:
+            versions = [v for v in self.versions if (from_version is None or v >= from_version) and (to_version is None or v <= to_version)]
+        report = self.replay_report(isolation_level=isolation_level, versions=versions)
+        evidence, why_not = None, None
+        if with_evidence:
+            try:
+                evidence = self.evidence()
+            except ForensicsError as e:  # the timeline stands without it, and says so
+                why_not = f"aborted attempts not included: {e.one_line()}"
+        tl = build_timeline(self._log, report, evidence, from_version, to_version)
+        tl.findings = list(report.findings)
+        if why_not:
+            tl.notes = [n for n in tl.notes if not n.startswith("aborted attempts not included")] + [why_not]
+        return tl
+
+    def counterfactual(self, *, isolation_level: str | None = None, partition_by: str | None = None,
+                       baseline: "ReplayReport | None" = None) -> "Counterfactual":
+        """What another isolation level or partitioning would have changed: conflicts that appear or vanish."""
+        from forensics.analysis.counterfactual import isolation_counterfactual, partition_counterfactual
+
+        if partition_by:
+            return partition_counterfactual(self._log, partition_by, rules=self.rules, isolation_level=isolation_level,
+                                            baseline=baseline or self.replay_report())
+        if not isolation_level:
+            raise ForensicsError(ExitCode.USAGE, "a counterfactual needs an isolation level or a partition column")
+        return isolation_counterfactual(self._log, isolation_level, rules=self.rules, baseline=baseline or self.replay_report())
+
+    def export(self, fmt: str, output: str | Path, *, from_version: int | None = None, to_version: int | None = None,
+               with_evidence: bool = True, window: str = "1h", isolation_levels: list[str] | None = None,
+               partition_columns: list[str] | None = None) -> tuple[list[Path], "Timeline"]:
+        """Write the timeline as json/csv/parquet/chrome/mermaid/html, never under the table: the
+        files written and the timeline they hold."""
+        from forensics.export import check_output_path, write_export
+
+        out = check_output_path(output, self.location)
+        tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
+        stats = cfs = None
+        if fmt == "html":
+            from forensics.analysis.stats import parse_window, table_stats
+
+            stats = table_stats(self._log, tl, parse_window(window), window).to_dict()
+            base = self.replay_report()
+            cfs = [self.counterfactual(isolation_level=lv, baseline=base).to_dict()
+                   for lv in isolation_levels or ["Serializable", "WriteSerializable"]]
+            cfs += [self.counterfactual(partition_by=c, baseline=base).to_dict() for c in partition_columns or []]
+        return write_export(tl, fmt, out, stats=stats, counterfactuals=cfs), tl
+
+    def __repr__(self) -> str:
+        vs = self.versions
+        span = f"v{vs[0]}..v{vs[-1]}" if vs else "no versions"
+        return f"Table({self.location!r}, {span}, rules={self.rules or 'per commit'})"
+
+
+def check_profile(name: str | None) -> None:
+    """An unknown rule profile is a usage error, said in one line."""
+    from forensics.rules import get_profile
+
+    if not name:
+        return
+    try:
+        get_profile(name)
+    except KeyError as e:
+        raise ForensicsError(ExitCode.USAGE, str(e).strip("'\"")) from e
