@@ -328,3 +328,78 @@ class WinningCommit:
     tags: dict[str, str] = field(default_factory=dict)
 
 ISOLATION_LEVELS: tuple[str, ...] = ("Serializable", "WriteSerializable", "SnapshotIsolation")
+
+
+def hive_partition(pv: dict[str, Any] | None) -> str | None:
+    """{"date": "2024-06-25"} -> "date=2024-06-25" (null values as Hive's default partition name)."""
+    if pv is None:
+        return None
+    if not pv:
+        return ""
+    return "/".join(f"{k}={'__HIVE_DEFAULT_PARTITION__' if v is None else v}" for k, v in pv.items())
+
+
+# --------------------------------------------------------------------------------------
+# Operations: one classification for the rules, the statistics and the TUI's matrix
+# --------------------------------------------------------------------------------------
+
+COMMIT_LARGE_OPS = {"CONVERT", "CLONE", "SHALLOW CLONE", "DEEP CLONE", "RESTORE"}
+METADATA_ONLY_OPS = {
+    "SET TBLPROPERTIES",
+    "UNSET TBLPROPERTIES",
+    "ADD COLUMNS",
+    "ADD COLUMN",
+    "CHANGE COLUMN",
+    "CHANGE COLUMNS",
+    "RENAME COLUMN",
+    "DROP COLUMNS",
+    "DROP COLUMN",
+    "REPLACE COLUMNS",
+    "CLUSTER BY",
+    "ALTER COLUMN",
+    "UPDATE FIELD METADATA",
+    "UPDATE TABLE METADATA",
+    "DROP CONSTRAINT",
+    "ADD FEATURE",
+    "DROP FEATURE",
+    "UPGRADE PROTOCOL",
+    "CREATE TABLE",
+    "VACUUM START",
+    "VACUUM END",
+    "COMPUTE STATS",
+    "FSCK",
+}
+REPLACE_OPS = {"CREATE OR REPLACE TABLE", "REPLACE TABLE", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"}
+
+# The operation classes of the Databricks docs' write-conflict table (conflict-rules §11), plus
+# METADATA (schema/property/feature changes, CREATE and REPLACE: they abort concurrent writers by
+# the metadata rule), OTHER and UNKNOWN (no commitInfo).
+OPERATION_CLASSES = ("INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "OTHER", "UNKNOWN")
+_DML_OPS = {"UPDATE", "DELETE", "MERGE", "MERGE INTO", "TRUNCATE"}
+_COMPACT_OPS = {"OPTIMIZE", "COMPACTION", "ZORDER", "REORG", "REORG TABLE", "AUTO OPTIMIZE"}
+_APPEND_OPS = {"WRITE", "INSERT", "APPEND", "STREAMING UPDATE", "COPY INTO"}
+
+
+def operation_class(operation: str | None, params: dict[str, Any] | None = None) -> str:
+    """The class of a commit's operation in Delta's conflict tables.
+
+    A WRITE or STREAMING UPDATE that overwrites (mode Overwrite, outputMode Complete, or a
+    replaceWhere predicate) rewrites data and reads the table, so it sits with UPDATE/DELETE/MERGE
+    (conflict-rules §8.2); an appending one is an INSERT.
+    """
+    if operation is None:
+        return "UNKNOWN"
+    op = operation.strip().upper()
+    params = params or {}
+    if op in _COMPACT_OPS or op.startswith("OPTIMIZE"):
+        return "OPTIMIZE"
+    if op in _DML_OPS or op.startswith("MERGE"):
+        return "UPDATE/DELETE/MERGE"
+    if op in _APPEND_OPS or op.startswith("WRITE"):
+        mode = str(params.get("mode") or params.get("outputMode") or "").lower()
+        if mode in ("overwrite", "complete") or params.get("predicate") not in (None, "", "[]"):
+            return "UPDATE/DELETE/MERGE"
+        return "INSERT"
+    if op in METADATA_ONLY_OPS or op in REPLACE_OPS or op.startswith(("ALTER", "SET ", "UNSET ", "CREATE", "REPLACE")):
+        return "METADATA"
+    return "OTHER"

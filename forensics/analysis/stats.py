@@ -15,7 +15,7 @@ Computed from the Timeline (forensics.analysis.timeline) and the commit index. J
   "buckets": [               # per time window (by commit / abort time), same counters per partition
      {"start_ms": t, "end_ms": t, "start_utc": str, "partitions": [...as above...], "files": [...]}],
   "operation_matrix": {
-     "categories": ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "STREAMING", "OTHER", "UNKNOWN"],
+     "categories": ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "OTHER", "UNKNOWN"],
      "cells": [{"current": cat, "winner": cat, "pairs": n, "clean": n, "reordered": n, "conflict": n,
                 "aborted": n, "unchecked": n}]},
   "concurrency": [{"start_ms": t, "end_ms": t, "transactions": n, "max_concurrent": n, "commits": n,
@@ -47,13 +47,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError
-from forensics.export.tables import hive, iso
+from forensics.model import OPERATION_CLASSES, hive_partition, operation_class
+from forensics.times import iso_utc
 from forensics.log.delta_log import DeltaLog
-from forensics.sets.commit_sets import METADATA_ONLY_OPS, REPLACE_OPS
 from forensics.analysis.timeline import Span, Timeline
 
 SCHEMA_VERSION = 1
-CATEGORIES = ("INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "STREAMING", "OTHER", "UNKNOWN")
 TABLE_KEY = "(table)"
 RETRY_METRIC = re.compile(r"retr|attempt", re.I)
 REPEAT_GAP_FACTOR = 3  # a gap this many times the writer's median gap is "after a gap"
@@ -68,25 +67,6 @@ def parse_window(text: str) -> int:
     if n < 1:
         raise ForensicsError(ExitCode.USAGE, f"--window {text!r} is shorter than 1 ms")
     return int(n)
-
-
-def op_category(operation: str | None, params: dict[str, Any] | None = None, has_files: bool = True) -> str:
-    """Delta's isolation-level table classes: INSERT, UPDATE/DELETE/MERGE, OPTIMIZE, METADATA, STREAMING."""
-    if operation is None:
-        return "UNKNOWN"
-    op = operation.strip().upper()
-    mode = str((params or {}).get("mode", "")).lower()
-    if op == "STREAMING UPDATE":
-        return "STREAMING"
-    if op in ("WRITE", "INSERT", "APPEND") or op.startswith("WRITE"):
-        return "UPDATE/DELETE/MERGE" if mode == "overwrite" else "INSERT"
-    if op in ("DELETE", "UPDATE", "MERGE", "TRUNCATE") or op.startswith("MERGE"):
-        return "UPDATE/DELETE/MERGE"
-    if op in ("OPTIMIZE", "REORG", "REORG TABLE", "ZORDER") or op.startswith("OPTIMIZE"):
-        return "OPTIMIZE"
-    if op in METADATA_ONLY_OPS or op in REPLACE_OPS or op.startswith(("ALTER", "SET ", "UNSET ", "CREATE")):
-        return "METADATA"
-    return "OTHER"
 
 
 @dataclass
@@ -145,7 +125,7 @@ class Stats:
 
 
 def _pkeys(parts: list[dict[str, Any]] | None) -> list[str]:
-    keys = sorted({hive(p) or TABLE_KEY for p in (parts or [])})
+    keys = sorted({hive_partition(p) or TABLE_KEY for p in (parts or [])})
     return keys or [TABLE_KEY]
 
 
@@ -183,7 +163,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         b = bucket_of(s.end_ms)
         if s.kind == "attempt":
             totals["aborted_attempts"] += 1
-            for k in ([hive(s.partition) or TABLE_KEY] if s.partition is not None else _pkeys(s.partitions)):
+            for k in ([hive_partition(s.partition) or TABLE_KEY] if s.partition is not None else _pkeys(s.partitions)):
                 bump(b, k, "aborted_attempts")
             fbump(b, s.file, "aborted_attempts")
             continue
@@ -204,7 +184,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
                     bump(b, k, "overlaps")
         if s.verdict == "anomaly":
             totals["conflicts"] += 1
-            keys = [hive(s.partition) or TABLE_KEY] if s.partition is not None else mine
+            keys = [hive_partition(s.partition) or TABLE_KEY] if s.partition is not None else mine
             for k in keys:
                 bump(b, k, "conflicts")
             fbump(b, s.file, "conflicts")
@@ -227,7 +207,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         return rows[:top]
 
     buckets = [
-        {"start_ms": b, "end_ms": None if b is None else b + window_ms, "start_utc": iso(b),
+        {"start_ms": b, "end_ms": None if b is None else b + window_ms, "start_utc": iso_utc(b),
          "partitions": ranked(bparts.get(b, {}), "partition"), "files": franked(bfiles.get(b, {}))}
         for b in sorted(set(bparts) | set(bfiles), key=lambda x: -1 if x is None else x)
     ]
@@ -254,7 +234,7 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
 
     def cat(v: int) -> str:
         r = recs.get(v)
-        return op_category(r.operation, r.operation_parameters, bool(r.num_add or r.num_remove)) if r else "UNKNOWN"
+        return operation_class(r.operation, r.operation_parameters) if r else "UNKNOWN"
 
     def add(cur: str, win: str, outcome: str) -> None:
         c = cells.setdefault((cur, win), {"pairs": 0, "clean": 0, "reordered": 0, "conflict": 0, "aborted": 0, "unchecked": 0})
@@ -264,7 +244,7 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
     for s in tl.spans:
         if s.kind == "attempt":
             if s.winning_version is not None:
-                add(op_category(s.operation) if s.operation else "UNKNOWN", cat(s.winning_version), "aborted")
+                add(operation_class(s.operation) if s.operation else "UNKNOWN", cat(s.winning_version), "aborted")
             continue
         if s.verdict == "serial" or not s.window or s.version is None:
             continue
@@ -280,10 +260,10 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
             else:
                 out = "clean"
             add(cur, cat(w), out)
-    used = [c for c in CATEGORIES if any(c in k for k in cells)]
+    used = [c for c in OPERATION_CLASSES if any(c in k for k in cells)]
     return {
         "categories": used,
-        "cells": [{"current": a, "winner": b, **v} for (a, b), v in sorted(cells.items(), key=lambda kv: (CATEGORIES.index(kv[0][0]), CATEGORIES.index(kv[0][1])))],
+        "cells": [{"current": a, "winner": b, **v} for (a, b), v in sorted(cells.items(), key=lambda kv: (OPERATION_CLASSES.index(kv[0][0]), OPERATION_CLASSES.index(kv[0][1])))],
     }
 
 
@@ -307,7 +287,7 @@ def concurrency(tl: Timeline, window_ms: int) -> list[dict[str, Any]]:
             cur += 1 if kind == 0 else -1
             best = max(best, cur)
         commits = [s for s in tl.commits if s.end_ms is not None and b <= s.end_ms < e]
-        out.append({"start_ms": b, "end_ms": e, "start_utc": iso(b), "transactions": len(inside), "max_concurrent": best,
+        out.append({"start_ms": b, "end_ms": e, "start_utc": iso_utc(b), "transactions": len(inside), "max_concurrent": best,
                     "commits": len(commits), "stale_windows": sum(1 for s in commits if _stale(s))})
         b = e
         if len(out) > 10_000:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 from forensics import safe
 from forensics.model import Snapshot
+from forensics.times import fmt_time
 
 VERDICT_STYLE = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "abort": "bold red", "commit": "green"}
 
@@ -22,18 +23,6 @@ def console() -> Console:
 
 def print_renderable(r: RenderableType) -> None:
     console().print(r)
-
-
-def fmt_time(ms: int | None, utc: bool = False) -> str:
-    if ms is None:
-        return ""
-    try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    if not utc:
-        t = t.astimezone()
-    return t.strftime("%Y-%m-%d %H:%M:%S") + ("Z" if utc else t.strftime("%z"))
 
 
 def _b(v: Any) -> str:

@@ -13,7 +13,8 @@ from typing import Any
 
 from forensics.export.chrome import assign_lanes, span_bounds
 from forensics.export.mermaid import mermaid
-from forensics.export.tables import hive, iso
+from forensics.model import hive_partition
+from forensics.times import iso_utc
 from forensics.safe import inert
 from forensics.analysis.timeline import Span, Timeline
 
@@ -43,10 +44,10 @@ def _title(s: Span, labels: dict[str, str]) -> str:
     parts = [s.id + (f" {s.operation}" if s.operation else ""), f"writer: {labels.get(s.writer, s.writer)}", f"verdict: {s.verdict}"]
     if s.read_version is not None:
         parts.append(f"readVersion: {s.read_version}")
-    parts.append(f"start: {iso(s.start_ms) or 'unknown'} ({s.start_source})")
-    parts.append(f"end: {iso(s.end_ms) or 'unknown'} ({s.end_source})")
+    parts.append(f"start: {iso_utc(s.start_ms) or 'unknown'} ({s.start_source})")
+    parts.append(f"end: {iso_utc(s.end_ms) or 'unknown'} ({s.end_source})")
     if s.exception:
-        parts.append(f"{s.exception} vs v{s.winning_version} [{hive(s.partition) or ''}] rule {s.rule}")
+        parts.append(f"{s.exception} vs v{s.winning_version} [{hive_partition(s.partition) or ''}] rule {s.rule}")
     if s.reordered_before:
         parts.append("serialised before " + ", ".join(f"v{x}" for x in s.reordered_before))
     if s.why:
@@ -94,7 +95,7 @@ def timeline_svg(tl: Timeline) -> str:
         t = t0 + span_ms * i // 5
         xx = x(t)
         out.append(f'<line x1="{xx:.1f}" y1="{y(0)}" x2="{xx:.1f}" y2="{y(len(rows) + 1)}" stroke="#e2e2e2"/>')
-        out.append(f'<text x="{xx:.1f}" y="{y(len(rows) + 1) + 14}" font-size="10" text-anchor="middle">{e(iso(t))}</text>')
+        out.append(f'<text x="{xx:.1f}" y="{y(len(rows) + 1) + 14}" font-size="10" text-anchor="middle">{e(iso_utc(t))}</text>')
     pos: dict[str, tuple[float, float, int]] = {}
     for s in tl.spans:
         b = span_bounds(s)
@@ -144,7 +145,7 @@ def _events(tl: Timeline) -> str:
     rows = []
     for s in tl.spans:
         if s.verdict in ("anomaly", "reordered", "aborted"):
-            rows.append([s.id, s.operation, s.verdict, s.read_version, s.exception, s.winning_version, hive(s.partition),
+            rows.append([s.id, s.operation, s.verdict, s.read_version, s.exception, s.winning_version, hive_partition(s.partition),
                          ", ".join(f"v{x}" for x in s.reordered_before), s.certainty, s.why])
     if not rows:
         return "<p>No conflicts, reorders or aborted attempts in this range.</p>"
@@ -209,7 +210,7 @@ def _counterfactuals(cfs: list[dict[str, Any]]) -> str:
             for c in cf[key]:
                 what = (f"v{c['version']} {c['exception'] or 'conflict'} against v{c['winning_version']}" if c["kind"] == "conflict"
                         else f"v{c['version']} serialised before v{c['winning_version']}" if c["kind"] == "reorder" else f"v{c['version']}")
-                items.append(f'<li class="{key}"><b>{key}</b>: {e(what)}{" [" + e(hive(c["partition"])) + "]" if c.get("partition") else ""}'
+                items.append(f'<li class="{key}"><b>{key}</b>: {e(what)}{" [" + e(hive_partition(c["partition"])) + "]" if c.get("partition") else ""}'
                              f' <span class="muted">{e(c["why"], 600)}</span></li>')
         out.append("<ul>" + "".join(items) + "</ul>" if items else "<p>No conflict or reorder would appear or vanish.</p>")
         if cf.get("files"):

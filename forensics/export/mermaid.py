@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from forensics.export.tables import hive
+from forensics.model import hive_partition
 from forensics.safe import inert
 from forensics.analysis.timeline import Span, Timeline
 
@@ -83,13 +83,13 @@ def mermaid(tl: Timeline) -> str:
             continue
         op = text(s.operation or "?", 40)
         if s.kind == "attempt":
-            part = f" [{text(hive(s.partition), 80)}]" if s.partition else ""
+            part = f" [{text(hive_partition(s.partition), 80)}]" if s.partition else ""
             vs = f" vs v{s.winning_version}" if s.winning_version is not None else ""
             lines.append(f"    {p}-x L: abort ✗ {text(_short_exc(s.exception), 60)}{part}{vs} (inferred)")
             continue
         if s.verdict == "anomaly":
             lines.append(f"    {p}->>L: commit v{s.version} ⚠ {op}")
-            part = f" [{text(hive(s.partition), 80)}]" if s.partition else ""
+            part = f" [{text(hive_partition(s.partition), 80)}]" if s.partition else ""
             lines.append(f"    Note over {p},L: v{s.version} should have aborted with {text(_short_exc(s.exception), 60)}{part} vs v{s.winning_version}")
         else:
             mark = {"skipped": "?", "reordered": "✓ ↺"}.get(s.verdict, "✓")

@@ -33,13 +33,14 @@ winner, or reordered txn -> the winner it was serialised before), exception, rul
 from __future__ import annotations
 
 import csv
-import datetime as _dt
 import json
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from forensics.model import hive_partition
+from forensics.times import iso_utc
 from forensics.analysis.timeline import Timeline
 
 SPAN_SCHEMA: dict[str, Any] = {
@@ -85,21 +86,6 @@ EDGE_SCHEMA: dict[str, Any] = {
 }
 
 
-def iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def hive(pv: dict[str, Any] | None) -> str | None:
-    """{"date": "2024-06-25"} -> "date=2024-06-25" (null values as Hive's default partition name)."""
-    if pv is None:
-        return None
-    if not pv:
-        return ""
-    return "/".join(f"{k}={'__HIVE_DEFAULT_PARTITION__' if v is None else v}" for k, v in pv.items())
-
-
 def span_rows(tl: Timeline) -> list[dict[str, Any]]:
     labels = {w.id: w.label for w in tl.writers}
     rows = []
@@ -117,15 +103,15 @@ def span_rows(tl: Timeline) -> list[dict[str, Any]]:
                 "start_ms": s.start_ms,
                 "end_ms": s.end_ms,
                 "duration_ms": s.duration_ms,
-                "start_utc": iso(s.start_ms),
-                "end_utc": iso(s.end_ms),
+                "start_utc": iso_utc(s.start_ms),
+                "end_utc": iso_utc(s.end_ms),
                 "start_source": s.start_source,
                 "end_source": s.end_source,
                 "window": json.dumps(s.window),
                 "exception": s.exception,
                 "winning_version": s.winning_version,
                 "rule": s.rule,
-                "partition": hive(s.partition),
+                "partition": hive_partition(s.partition),
                 "file": s.file,
                 "reordered_before": json.dumps(s.reordered_before),
                 "partitions": json.dumps(s.partitions, default=str),

@@ -24,7 +24,8 @@ from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
 from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
 from forensics.rules.results import WindowResult
-from forensics.sets.commit_sets import COMMIT_LARGE_OPS, CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
+from forensics.model import COMMIT_LARGE_OPS
+from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
 
 from forensics.model import ISOLATION_LEVELS  # noqa: E402,F401  (re-exported)
 

@@ -18,7 +18,7 @@ from forensics.sets.lifetimes import FileLifetimes
 from forensics.log.file_actions import file_actions
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
-from forensics.model import Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
+from forensics.model import COMMIT_LARGE_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
 from forensics.predicates import (
     TRUE_PREDICATE,
     ParsedPredicate,
@@ -33,33 +33,6 @@ from forensics.predicates import (
 )
 from forensics.log.schema import TableSchema
 
-COMMIT_LARGE_OPS = {"CONVERT", "CLONE", "SHALLOW CLONE", "DEEP CLONE", "RESTORE"}
-METADATA_ONLY_OPS = {
-    "SET TBLPROPERTIES",
-    "UNSET TBLPROPERTIES",
-    "ADD COLUMNS",
-    "ADD COLUMN",
-    "CHANGE COLUMN",
-    "CHANGE COLUMNS",
-    "RENAME COLUMN",
-    "DROP COLUMNS",
-    "DROP COLUMN",
-    "REPLACE COLUMNS",
-    "CLUSTER BY",
-    "ALTER COLUMN",
-    "UPDATE FIELD METADATA",
-    "UPDATE TABLE METADATA",
-    "DROP CONSTRAINT",
-    "ADD FEATURE",
-    "DROP FEATURE",
-    "UPGRADE PROTOCOL",
-    "CREATE TABLE",
-    "VACUUM START",
-    "VACUUM END",
-    "COMPUTE STATS",
-    "FSCK",
-}
-REPLACE_OPS = {"CREATE OR REPLACE TABLE", "REPLACE TABLE", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"}
 
 
 def writer_family(engine_info: str | None) -> str:
