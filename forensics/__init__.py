@@ -10,7 +10,7 @@ The names below load on first use, so `import forensics` (and the CLI's start) s
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "run_conformance": "forensics.conformance.runner",
     "synthesize": "forensics.synth",
     "SynthConfig": "forensics.synth",
+    "SnapshotFrame": "forensics.log.snapshot",
     "fewer_collections": "forensics.runtime.gc_tuning",
     "cache_root": "forensics.runtime.paths",
 }
@@ -61,19 +62,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
-    from forensics.errors import (  # noqa: F401
-        ExitCode,
-        ForensicsError,
-        JavaUnavailable,
-        NotAConflictError,
-        NotADeltaTable,
-        SparkFailed,
-        UnreadableLog,
-        UsageError,
-        VersionNotInLog,
-        error_line,
-    )
-    from forensics.table import Table, check_profile  # noqa: F401

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 from contextlib import redirect_stdout
 from pathlib import Path
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from forensics.runtime import jvm_archive
-from forensics.runtime.spark import JVM_OPTS, find_java
+from forensics.runtime.java import JVM_OPTS, find_java
 
 
 def _history(table: str, env: dict) -> dict:

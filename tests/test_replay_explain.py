@@ -17,7 +17,6 @@ from forensics.analysis.explain import explain_version
 from forensics.log.delta_log import DeltaLog
 from forensics.replay.windows import replay_table
 from forensics.sets.commit_sets import StateIndex
-from forensics.evidence.defeated import defeated_attempts
 
 INCIDENTS = ["a-merge-partitions", "c-optimize-vs-delete", "d-alter-table", "e-streaming-shared-checkpoint"]
 

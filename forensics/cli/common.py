@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
-from forensics.errors import ExitCode, ForensicsError
+from forensics.errors import ExitCode
 from forensics.model import Finding
 
 if TYPE_CHECKING:

@@ -17,8 +17,7 @@ from typing import Sequence
 
 from forensics import __version__
 from forensics.errors import ExitCode, ForensicsError
-from forensics.runtime.gc_tuning import fewer_collections
-from forensics.runtime.paths import cache_root
+from forensics import cache_root, fewer_collections
 
 PROG = "delta-forensics"
 

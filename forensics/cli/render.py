@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from typing import Any, Iterable
 
@@ -199,7 +198,7 @@ def whatif_view(res: Any) -> RenderableType:
     return out
 
 
-def counterfactual_view(cf: Counterfactual):
+def counterfactual_view(cf: Any):
     """Terminal rendering: one line per change, log strings made inert."""
     from rich.console import Group
     from rich.text import Text

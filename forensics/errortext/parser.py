@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from forensics.errortext import patterns as P
+import forensics.errortext.patterns as P
 from forensics.errortext.lenient_json import parse_lenient
 from forensics.errortext.negatives import why_not as negative_reason
 from forensics.errortext.partition import ROOT, parse_partition

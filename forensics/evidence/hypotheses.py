@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
 
 from forensics.evidence.attempts import Attempt, Clock
 from forensics.errors import ForensicsError

@@ -113,7 +113,6 @@ def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] 
 def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
     rule = report.rule
     hint_parts = [report.partition] if report.partition else []
-    mine = parts or hint_parts
     pred = partition_predicate(hint_parts) if hint_parts else None
     if rule == "append":
         own = partition_predicate(parts) if parts else None

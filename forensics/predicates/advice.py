@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from forensics.predicates import casts
+import forensics.predicates.casts as casts
 from forensics.predicates.classify import infer_target_alias
 from forensics.predicates.parse import DIALECT, identifier, parse_predicate
 from forensics.log.schema import TableSchema

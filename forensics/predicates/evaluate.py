@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from forensics.predicates import casts
+import forensics.predicates.casts as casts
 from forensics.predicates.parse import is_deterministic_node, parse_predicate
 from forensics.predicates.parsed import TRUNCATION_MARK, ParsedPredicate
 from forensics.log.schema import TableSchema

@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from sqlglot import exp
 
-from forensics.predicates import casts
+import forensics.predicates.casts as casts
 
 T, F, N = True, False, None
 ALL = frozenset({T, F, N})

@@ -16,7 +16,7 @@ from typing import Any
 import sqlglot
 from sqlglot import exp
 
-from forensics.predicates import lexer
+import forensics.predicates.lexer as lexer
 from forensics.predicates.parsed import TRUNCATION_MARK, ParsedPredicate
 from forensics.log.schema import TableSchema
 

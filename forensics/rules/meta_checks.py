@@ -7,7 +7,7 @@ Each function checks ONE winning commit and returns one CheckOutcome.
 from __future__ import annotations
 
 from forensics.model import Protocol, WinningCommit
-from forensics.rules import metadata as md
+import forensics.rules.metadata as md
 from forensics.rules.isolation import ROW_TRACKING_DOMAIN
 from forensics.rules.results import CheckOutcome
 from forensics.rules.state import CheckState

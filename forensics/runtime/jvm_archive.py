@@ -142,7 +142,7 @@ def build(table: str | None = None, timeout_s: float = 180.0) -> ArchivePlan:
     small log and exits; then wait for its JVM to finish dumping. Returns what a later start does."""
     import subprocess
 
-    from forensics.runtime.spark import JVM_OPTS, find_java
+    from forensics.runtime.java import JVM_OPTS, find_java
 
     java = find_java()
     opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)

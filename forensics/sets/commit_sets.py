@@ -18,7 +18,7 @@ from forensics.sets.lifetimes import FileLifetimes
 from forensics.log.file_actions import file_actions
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
-from forensics.model import COMMIT_LARGE_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
+from forensics.model import COMMIT_LARGE_OPS, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
 from forensics.predicates import (
     TRUE_PREDICATE,
     ParsedPredicate,

@@ -22,7 +22,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from forensics.synth import opparams as P
+import forensics.synth.opparams as P
 from forensics.synth.actions import AddFile, CommitInfo, MetaData, ProtocolAction, dumps
 from forensics.synth.datafiles import seeded_uuid
 from forensics.synth.sparkformat import DEFAULT_ENGINE, SparkLogWriter

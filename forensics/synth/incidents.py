@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from forensics.synth import opparams as P
+import forensics.synth.opparams as P
 from forensics.synth.actions import SetTransaction
 from forensics.synth.errortexts import delta_spark_message
 from forensics.synth.sparktable import Databricks, SparkTable

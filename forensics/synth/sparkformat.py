@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from forensics.errors import UsageError
 from forensics.synth.actions import Action, CommitInfo, action_line
 from forensics.synth.checkpoint import write_checkpoint_file, write_last_checkpoint
 
@@ -27,7 +28,7 @@ DEFAULT_ENGINE = "Apache-Spark/3.5.1 Delta-Lake/3.2.0"
 _ORDER = {"commitInfo": 0, "metaData": 1, "protocol": 2, "txn": 3, "domainMetadata": 4}
 
 
-class TableDirNotEmpty(Exception):
+class TableDirNotEmpty(UsageError):
     """Raised instead of writing into an existing, non-empty table directory."""
 
 
@@ -89,7 +90,7 @@ class SparkLogWriter:
     def __init__(self, table_dir: str | os.PathLike[str], engine_info: str = DEFAULT_ENGINE, spark_version: str | None = None):
         self.table_dir = Path(table_dir)
         if self.table_dir.exists() and any(self.table_dir.iterdir()):
-            raise TableDirNotEmpty(f"{self.table_dir} exists and is not empty; pass an empty or new directory")
+            raise TableDirNotEmpty(f"{self.table_dir} exists and is not empty; pass an empty or new directory", file=str(self.table_dir))
         self.log_dir = self.table_dir / "_delta_log"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.engine_info = engine_info

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from forensics.synth import opparams as P
+import forensics.synth.opparams as P
 from forensics.synth.actions import AddFile, CommitInfo, MetaData, ProtocolAction, dumps
 from forensics.synth.datafiles import data_file_name, seeded_uuid, write_data_file
 from forensics.synth.sparkformat import SparkLogWriter

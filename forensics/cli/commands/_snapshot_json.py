@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 import polars as pl
 
+from forensics import SnapshotFrame
 from forensics.safe import ascii_json
-from forensics.log.snapshot import SnapshotFrame
 
 # Printable ASCII except `"` and `\`: the strings json.dumps(ensure_ascii=True) leaves as they are.
 _PLAIN = r"^[ !#-\[\]-~]*$"

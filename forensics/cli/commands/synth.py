@@ -56,8 +56,7 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ForensicsError(ExitCode.USAGE, f"output directory {out} exists and is not empty", file=str(out))
-    from forensics.synth.generate import SynthConfig, synthesize
-    from forensics.synth.sparkformat import TableDirNotEmpty
+    from forensics import SynthConfig, synthesize
 
     cfg = SynthConfig(
         commits=args.commits,
@@ -68,10 +67,7 @@ def run(args) -> int:
         seed=args.seed,
         engine_info=args.engine_info,
     )
-    try:
-        result = synthesize(out, cfg)
-    except TableDirNotEmpty as exc:
-        raise ForensicsError(ExitCode.USAGE, str(exc), file=str(out)) from exc
+    result = synthesize(out, cfg)  # UsageError (TableDirNotEmpty) for a non-empty directory
     if getattr(args, "json", False):
         print(json.dumps(result.to_dict(), sort_keys=True))
     else:
