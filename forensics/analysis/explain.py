@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics import safe
-from forensics.analysis.advice import Advice, advise
+from forensics.evidence.defeated import DefeatedAttempt
+from forensics.replay.advice import Advice, advise
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound
 from forensics.replay.windows import CommitVerdict, replay_commit, winning_commit
@@ -22,19 +23,58 @@ Line = tuple[str, str]  # (Rich style, text); text is inert (never markup)
 
 
 @dataclass
+class WindowCommit:
+    """A winning commit in the explained version's window, summarised from the log."""
+
+    version: int
+    operation: str | None
+    timestamp: int | None
+    adds: int
+    removes: int
+    is_blind_append: bool | None
+    metadata: bool
+    protocol: bool
+    txn_app_ids: list[str]
+    partitions: str  # the first partitions it touched, Hive-style
+    txn_id: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "operation": self.operation, "timestamp": self.timestamp, "adds": self.adds,
+                "removes": self.removes, "isBlindAppend": self.is_blind_append, "metadata": self.metadata,
+                "protocol": self.protocol, "txnAppIds": self.txn_app_ids, "partitions": self.partitions, "txnId": self.txn_id}
+
+
+@dataclass(frozen=True)
+class CommitHeader:
+    """Who committed the explained version, when, with which engine, and how sure the verdict is."""
+
+    timestamp: int | None
+    engine: str | None
+    who: str | None
+    isolation_level: str | None
+    is_blind_append: bool | None
+    txn_id: str | None
+    certainty: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timestamp": self.timestamp, "engine": self.engine, "who": self.who, "isolationLevel": self.isolation_level,
+                "isBlindAppend": self.is_blind_append, "txnId": self.txn_id, "certainty": self.certainty}
+
+
+@dataclass
 class Explanation:
     version: int
     operation: str | None
     read_version: int | None
     verdict: CommitVerdict
     sets: CommitSets
-    winners: list[dict[str, Any]]
+    winners: list[WindowCommit]
     log_order: list[int]
     serial_order: list[int]
     message: str | None
     advice: list[Advice]
-    defeated: list[dict[str, Any]] = field(default_factory=list)
-    header: dict[str, Any] = field(default_factory=dict)
+    header: CommitHeader
+    defeated: list[DefeatedAttempt] = field(default_factory=list)
 
     @property
     def winning_version(self) -> int | None:
@@ -42,25 +82,25 @@ class Explanation:
             return self.verdict.winning_version
         if self.verdict.reordered_before:
             return self.verdict.reordered_before[0]
-        return self.defeated[0]["loser_of"] if self.defeated else None
+        return self.defeated[0].loser_of if self.defeated else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": self.version,
             "operation": self.operation,
             "readVersion": self.read_version,
-            "commit": self.header,
+            "commit": self.header.to_dict(),
             "verdict": self.verdict.to_dict(with_checks=True),
             "exception": self.verdict.exception,
             "winning_version": self.verdict.winning_version,
             "partition": self.verdict.partition,
             "file": self.verdict.file,
             "sets": self.sets.to_dict(),
-            "window": self.winners,
+            "window": [w.to_dict() for w in self.winners],
             "log_order": self.log_order,
             "serial_order": self.serial_order,
             "message": self.message,
-            "defeated_attempts": self.defeated,
+            "defeated_attempts": [d.to_dict() for d in self.defeated],
             "advice": [a.to_dict() for a in self.advice],
         }
 
@@ -68,10 +108,10 @@ class Explanation:
         out: list[Line] = []
         h = self.header
         v, rv = self.version, self.read_version
-        out.append(("bold", f"v{v} {self.operation or '(no operation recorded)'}" + (f" by {h['who']}" if h.get("who") else "") + (f" ({h['engine']})" if h.get("engine") else "")))
-        iso = self.verdict.isolation_level or h.get("isolationLevel")
+        out.append(("bold", f"v{v} {self.operation or '(no operation recorded)'}" + (f" by {h.who}" if h.who else "") + (f" ({h.engine})" if h.engine else "")))
+        iso = self.verdict.isolation_level or h.isolation_level
         out.append(("", f"read version {rv if rv is not None else 'unknown'}; isolation {iso or 'unknown'}"
-                    + (" (recorded)" if h.get("isolationLevel") else " (inferred)") + f"; rules: {self.verdict.profile or 'n/a'}"))
+                    + (" (recorded)" if h.isolation_level else " (inferred)") + f"; rules: {self.verdict.profile or 'n/a'}"))
         if self.verdict.profile_why:
             out.append(("dim", f"  profile: {self.verdict.profile_why}"))
         r = self.sets.read
@@ -102,9 +142,9 @@ class Explanation:
                     + (f"; {', '.join(extra)}" if extra else "")))
         out.append(("bold", f"Its window: {len(self.winners)} commit(s) landed between v{rv} and v{v}" if rv is not None else "Its window: unknown"))
         for wi in self.winners:
-            out.append(("", f"  v{wi['version']} {wi['operation'] or '?'}: +{wi['adds']} -{wi['removes']}"
-                        f"{' blind append' if wi['isBlindAppend'] else ''}{' metadata' if wi['metadata'] else ''}"
-                        f"{' protocol' if wi['protocol'] else ''}{(' partitions ' + wi['partitions']) if wi['partitions'] else ''}"))
+            out.append(("", f"  v{wi.version} {wi.operation or '?'}: +{wi.adds} -{wi.removes}"
+                        f"{' blind append' if wi.is_blind_append else ''}{' metadata' if wi.metadata else ''}"
+                        f"{' protocol' if wi.protocol else ''}{(' partitions ' + wi.partitions) if wi.partitions else ''}"))
         res = self.verdict.result
         if res is not None and res.checks:
             out.append(("bold", "Checks"))
@@ -126,12 +166,12 @@ class Explanation:
         if self.defeated:
             out.append(("bold", "Aborted attempts this commit defeated"))
             for d in self.defeated:
-                out.append(("red", f"  {d['exception'] or 'unknown exception'}"
-                            + (f" partition {d['partition']}" if d.get("partition") else "")
-                            + (f" file {d['file']}" if d.get("file") else "")
-                            + f" — {d['source']}"))
-                if d.get("why"):
-                    out.append(("dim", f"    {d['why']}"))
+                out.append(("red", f"  {d.exception or 'unknown exception'}"
+                            + (f" partition {d.partition}" if d.partition else "")
+                            + (f" file {d.file}" if d.file else "")
+                            + f" — {d.source}"))
+                if d.why:
+                    out.append(("dim", f"    {d.why}"))
         if self.advice:
             out.append(("bold", "What to change"))
             for a in self.advice:
@@ -141,24 +181,13 @@ class Explanation:
         return [(s, safe.inert(t, 4000)) for s, t in out]
 
 
-def _winner_summary(log: DeltaLog, v: int) -> dict[str, Any]:
+def _winner_summary(log: DeltaLog, v: int) -> WindowCommit:
     rec = log.record(v)
     parts = ", ".join(",".join(f"{k}={val}" for k, val in p.items()) for p in rec.partitions_touched[:4])
     if len(rec.partitions_touched) > 4:
         parts += f" +{len(rec.partitions_touched) - 4}"
-    return {
-        "version": v,
-        "operation": rec.operation,
-        "timestamp": rec.timestamp,
-        "adds": rec.num_add,
-        "removes": rec.num_remove,
-        "isBlindAppend": rec.is_blind_append,
-        "metadata": rec.has_metadata,
-        "protocol": rec.has_protocol,
-        "txnAppIds": rec.txn_app_ids,
-        "partitions": parts,
-        "txnId": rec.txn_id,
-    }
+    return WindowCommit(v, rec.operation, rec.timestamp, rec.num_add, rec.num_remove, rec.is_blind_append,
+                        rec.has_metadata, rec.has_protocol, rec.txn_app_ids, parts, rec.txn_id)
 
 
 def explain_version(
@@ -168,14 +197,15 @@ def explain_version(
     rules: str | None = None,
     isolation_level: str | None = None,
     state: StateIndex | None = None,
-    defeated: list[dict[str, Any]] | None = None,
+    defeated: list[DefeatedAttempt] | None = None,
 ) -> Explanation:
     state = state or StateIndex(log)
     rec = log.record(version)
     verdict = replay_commit(log, version, state, rules=rules, isolation_level=isolation_level)
     sets = commit_sets(log, version, state)
     window = verdict.window
-    winners = [_winner_summary(log, w) for w in window if w in set(log.versions)]
+    in_log = [w for w in window if log.has_version(w)]
+    winners = [_winner_summary(log, w) for w in in_log]
     log_order = list(window) + [version]
     if verdict.verdict == "reordered":
         forgiven = set(verdict.reordered_before)
@@ -183,7 +213,7 @@ def explain_version(
         serial = first + [version] + [w for w in window if w in forgiven]
     else:
         serial = list(log_order)
-    wobjs = [winning_commit(log, w) for w in window if w in set(log.versions)]
+    wobjs = [winning_commit(log, w) for w in in_log]
     cfg = sets.read_metadata.configuration if sets.read_metadata else {}
     adv = advise(
         sets,
@@ -199,20 +229,13 @@ def explain_version(
     defeated = list(defeated or [])
     for d in defeated:
         # advice grounded in the loser's evidence (forensics.evidence.loser), said once
-        for text in d.get("advice") or []:
-            a = Advice("For the aborted transaction", text, d.get("source", "error text"))
+        for text in d.advice or ():
+            a = Advice("For the aborted transaction", text, d.source)
             if a not in adv:
                 adv.append(a)
     who = rec.user_name or (rec.job or {}).get("jobName") if isinstance(rec.job, dict) else rec.user_name
-    header = {
-        "timestamp": rec.timestamp,
-        "engine": rec.engine_info,
-        "who": who,
-        "isolationLevel": rec.isolation_level,
-        "isBlindAppend": rec.is_blind_append,
-        "txnId": rec.txn_id,
-        "certainty": verdict.certainty if verdict.certainty else Bound.UNKNOWN.value,
-    }
+    header = CommitHeader(rec.timestamp, rec.engine_info, who, rec.isolation_level, rec.is_blind_append, rec.txn_id,
+                          verdict.certainty if verdict.certainty else Bound.UNKNOWN.value)
     return Explanation(
         version=version,
         operation=rec.operation,

@@ -8,6 +8,7 @@ version so `explain` can tell both sides of the race.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -19,6 +20,26 @@ if TYPE_CHECKING:
     from forensics.evidence import Evidence
 
 
+@dataclass(frozen=True)
+class DefeatedAttempt:
+    """A transaction that lost to a version and never reached the log, and what says so."""
+
+    source: str  # "error text NAME (winner found by ...)" or "orphan files (N) in PARTITIONS"
+    exception: str | None
+    partition: dict[str, Any] | None
+    file: str | None
+    loser_of: int  # the version it lost to
+    why: str | None
+    advice: tuple[str, ...] | None = None  # the error text's own advice (None: from evidence)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"source": self.source, "exception": self.exception, "partition": self.partition, "file": self.file,
+             "loser_of": self.loser_of, "why": self.why}
+        if self.advice is not None:
+            d["advice"] = list(self.advice)
+        return d
+
+
 def defeated_attempts(
     log: DeltaLog,
     version: int,
@@ -26,9 +47,9 @@ def defeated_attempts(
     *,
     error_file: str | None = None,
     evidence: Callable[[], Evidence] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[DefeatedAttempt]:
     """`evidence` gives the table's evidence when asked (the caller caches it); None: not looked for."""
-    out: list[dict[str, Any]] = []
+    out: list[DefeatedAttempt] = []
     if error_file:
         out += _from_error_text(log, version, error_file, state)
     if evidence is not None:
@@ -36,7 +57,7 @@ def defeated_attempts(
     return out
 
 
-def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateIndex) -> list[dict[str, Any]]:
+def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateIndex) -> list[DefeatedAttempt]:
     """The error text's loser, when the text's winner is this version (with its own advice)."""
     from forensics.errortext import parse_error_text
     from forensics.evidence.loser import explain_error
@@ -50,20 +71,11 @@ def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateI
         return []
     how = exp.match.how if exp.match else "replay"
     name = "stdin" if error_file == "-" else Path(error_file).name
-    return [
-        {
-            "source": f"error text {name} (winner found by {how})",
-            "exception": rep.exception,
-            "partition": rep.partition,
-            "file": rep.file,
-            "loser_of": version,
-            "why": exp.match.why if exp.match else exp.why,
-            "advice": list(exp.advice),
-        }
-    ]
+    return [DefeatedAttempt(f"error text {name} (winner found by {how})", rep.exception, rep.partition, rep.file, version,
+                            exp.match.why if exp.match else exp.why, tuple(exp.advice))]
 
 
-def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[dict[str, Any]]:
+def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[DefeatedAttempt]:
     try:
         ev = evidence()
     except ForensicsError:  # evidence is best effort for explain; `evidence` reports its own errors
@@ -72,16 +84,8 @@ def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[dict[
     for a in ev.attempts:
         if a.winning_version != version:
             continue
-        out.append(
-            {
-                "source": f"orphan files ({len(a.files)}) in {', '.join(_pstr(p) for p in a.partitions) or 'the table root'}",
-                "exception": a.likely_exception,
-                "partition": a.partition,
-                "file": a.file,
-                "loser_of": version,
-                "why": a.why,
-            }
-        )
+        where = ", ".join(_pstr(p) for p in a.partitions) or "the table root"
+        out.append(DefeatedAttempt(f"orphan files ({len(a.files)}) in {where}", a.likely_exception, a.partition, a.file, version, a.why))
     return out
 
 

@@ -200,7 +200,7 @@ def _same_rule(a: str | None, b: str | None) -> bool:
 def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
                   state: StateIndex | None = None, evidence=None) -> ErrorExplanation:
     """Find the winner, rebuild the loser, replay it, and advise (spec §5, §7)."""
-    from forensics.evidence.advice import advice_for
+    from forensics.replay.advice import advice_for_error
 
     state = state or StateIndex(log)
     match = find_winner(log, report.winner, loser_window=window)
@@ -254,13 +254,13 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
             else:
                 whys.append(f"the replay could not reproduce {report.exception} against v{winner} (closest: {hyp.label} gives "
                             f"{r.verdict}{' ' + str(r.exception) if r.exception else ''}); the loser did something the text does not reveal")
-    advice = advice_for(log, state, report, winner, replay, parts)
+    advice = advice_for_error(log, state, report, winner, replay, parts)
     return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced, advice, "; ".join(whys), parts, window)
 
 
 def text_only_explanation(report: ErrorReport) -> dict[str, Any]:
     """What an error text says on its own (no table given): the `explain-error --json` shape, nothing replayed."""
-    from forensics.evidence.advice import general_advice
+    from forensics.replay.advice import general_advice
 
     return {
         "recognized": report.recognized, "exception": report.exception, "error_class": report.error_class,

@@ -61,19 +61,16 @@ def _message(txn: Transaction, w: WinningCommit, out: CheckOutcome, st: CheckSta
              table_name: str | None) -> tuple[str, str | None]:
     adds_only_no_field = bool(w.adds) and not w.removes and w.is_blind_append is None and (
         w.commit is None or w.commit.has_commit_info)
-    domain = None
-    if out.check == "domainMetadata":
-        domain = out.reason.rsplit(" ", 1)[-1]
-    detail = None
+    detail = out.detail
     if out.exception == "ProtocolChangedException" and st.profile.engine == "delta-rs":
-        detail = out.reason.split(": ", 1)[1] if ": " in out.reason and "required" in out.reason else "protocol changed"
+        detail = detail or "protocol changed"
     mi = MessageInput(
         exception=out.exception or "", partition_columns=tuple(txn.partition_columns),
         partition_values=out.partition, file=out.file, winner_version=w.version, winner_operation=w.operation,
         winner_commit_info=_winner_commit_info(w),
         table_name=table_name or (txn.read_metadata.name if txn.read_metadata and txn.read_metadata.name else None),
         winner_blind_append_field_missing_and_adds_only=adds_only_no_field, txn_isolation_level=txn.isolation_level,
-        schema=st.schema, domain=domain, detail=detail, attempt_version=w.version + 1, error_class=out.error_class,
+        schema=st.schema, domain=out.domain, detail=detail, attempt_version=w.version + 1, error_class=out.error_class,
     )
     return render_message(st.profile, mi)
 

@@ -41,7 +41,7 @@ def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
         if cur is not None and (cur.min_reader_version < p.min_reader_version or p.min_writer_version < cur.min_writer_version):
             detail = (f"required read/write {p.min_reader_version}/{p.min_writer_version}, "
                       f"current read/write {cur.min_reader_version}/{cur.min_writer_version}")
-            return _fail(name, w, "ProtocolChangedException", f"winner v{w.version}: {detail}")
+            return _fail(name, w, "ProtocolChangedException", f"winner v{w.version}: {detail}", detail=detail)
         if txn.write.protocol is not None:
             return _fail(name, w, "ProtocolChangedException", "both this transaction and the winner change the protocol")
         return _ok(name, w, f"winner v{w.version} protocol compatible (versions only; features not compared)")
@@ -93,7 +93,7 @@ def check_domain_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
     clash = [d for d in both if d != ROW_TRACKING_DOMAIN]
     if clash:
         return _fail(name, w, "ConcurrentTransactionException",
-                     f"winner v{w.version} also wrote metadata domain {clash[0]}", file=None)
+                     f"winner v{w.version} also wrote metadata domain {clash[0]}", file=None, domain=clash[0])
     if both:
         return _ok(name, w, "both wrote delta.rowTracking; exempt, high-water mark reassigned")
     return _ok(name, w, "no common metadata domain")

@@ -29,6 +29,8 @@ class CheckOutcome:
     reordered: bool = False  # a matching add was forgiven (spec §6): serial order puts T first
     error_class: str | None = None  # e.g. DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT
     inferred: bool = False  # the outcome rests on an inference (e.g. Databricks row-level concurrency)
+    domain: str | None = None  # the metadata domain both sides wrote (domainMetadata check)
+    detail: str | None = None  # what the engine's message quotes (delta-rs protocol versions)
 
     def to_dict(self) -> dict[str, Any]:
         return {
