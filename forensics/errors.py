@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from forensics.model import where
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -20,6 +22,9 @@ class ExitCode(IntEnum):
     SPARK = 6  # Spark could not start or a Spark job failed
     NO_VERSION = 7  # the requested version is not in the retained log
     NOT_RECOGNIZED = 8  # explain-error: the text is not a Delta concurrency error
+    STORE_UNREACHABLE = 9  # the object store did not answer (connection refused, DNS, timeout)
+    STORE_DENIED = 10  # the object store refused the credentials (401/403)
+    STORE_NOT_FOUND = 11  # no such bucket or container
     INTERNAL = 70  # a bug: please report it (the traceback is in the log file)
 
 
@@ -63,13 +68,8 @@ class ForensicsError(Exception):
 
     def one_line(self) -> str:
         """The diagnostic as printed: the message, then the file or version it concerns."""
-        where = []
-        if self.file:
-            where.append(self.file)
-        if self.version is not None:
-            where.append(f"version {self.version}")
-        loc = f" [{', '.join(where)}]" if where else ""
-        return f"{self.message}{loc}"
+        loc = where(self.file, self.version)
+        return f"{self.message} [{loc}]" if loc else self.message
 
 
 class UsageError(ForensicsError):
@@ -98,6 +98,18 @@ class VersionNotInLog(ForensicsError):
 
 class NotAConflictError(ForensicsError):
     code = ExitCode.NOT_RECOGNIZED
+
+
+class StoreUnreachable(ForensicsError):
+    code = ExitCode.STORE_UNREACHABLE
+
+
+class StoreAccessDenied(ForensicsError):
+    code = ExitCode.STORE_DENIED
+
+
+class StoreNotFound(ForensicsError):
+    code = ExitCode.STORE_NOT_FOUND
 
 
 def error_line(e: BaseException) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 # --------------------------------------------------------------------------------------
 # Certainty labels
@@ -38,6 +38,11 @@ class Bound(str, Enum):
 Severity = Literal["info", "warning", "error"]
 
 
+def where(file: str | None, version: int | None) -> str:
+    """`_delta_log/…7.json, version 7`: what a diagnostic concerns, for its one line."""
+    return ", ".join([*([file] if file else []), *([f"version {version}"] if version is not None else [])])
+
+
 @dataclass(frozen=True)
 class Finding:
     """Something noticed while reading: a stray file, a gap, a broken line.
@@ -53,13 +58,8 @@ class Finding:
     version: int | None = None
 
     def one_line(self) -> str:
-        where = []
-        if self.file:
-            where.append(self.file)
-        if self.version is not None:
-            where.append(f"version {self.version}")
-        loc = f" ({', '.join(where)})" if where else ""
-        return f"{self.severity}: {self.code}{loc}: {self.message}"
+        loc = where(self.file, self.version)
+        return f"{self.severity}: {self.code}{f' ({loc})' if loc else ''}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,7 +218,7 @@ class Snapshot:
 
 @dataclass
 class ReadSet:
-    """What a transaction read, as delta-spark's OptimisticTransaction records it (spec §4)."""
+    """What a transaction read, as delta-spark's OptimisticTransaction records it (conflict-rules §4)."""
 
     partition_predicates: list[str]  # SQL text, `TRUE` for a whole-table read predicate
     data_predicates: list[str]
@@ -268,15 +268,7 @@ ExceptionName = Literal[
     "ConcurrentWriteException",
 ]
 
-EXCEPTION_NAMES: tuple[str, ...] = (
-    "ConcurrentAppendException",
-    "ConcurrentDeleteReadException",
-    "ConcurrentDeleteDeleteException",
-    "MetadataChangedException",
-    "ProtocolChangedException",
-    "ConcurrentTransactionException",
-    "ConcurrentWriteException",
-)
+EXCEPTION_NAMES: tuple[str, ...] = get_args(ExceptionName)
 
 Verdict = Literal["clean", "reordered", "anomaly", "skipped"]
 
@@ -291,7 +283,7 @@ class Transaction:
     """The current transaction, as the conflict checker sees it at commit time.
 
     For a logged commit `version` is where it landed; for a hypothetical or failed one it
-    is None. `isolation_level` is the effective level (spec §2), after any downgrade.
+    is None. `isolation_level` is the effective level (conflict-rules §2), after any downgrade.
     """
 
     operation: str | None
@@ -313,7 +305,7 @@ class Transaction:
 
 @dataclass
 class WinningCommit:
-    """A commit that landed between the transaction's readVersion and its own commit (spec §3)."""
+    """A commit that landed between the transaction's readVersion and its own commit (conflict-rules §3)."""
 
     version: int
     operation: str | None

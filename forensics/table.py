@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached t
     from forensics.evidence.winner import WinnerMatch
     from forensics.log.delta_log import DeltaLog
     from forensics.log.snapshot import SnapshotFrame
-    from forensics.model import Finding, Snapshot
+    from forensics.model import CommitRecord, Finding, Snapshot
     from forensics.replay.whatif import WhatIfRequest, WhatIfResult
     from forensics.replay.windows import ReplayReport
     from forensics.sets.commit_sets import CommitSets, StateIndex
@@ -137,6 +137,20 @@ class Table:
 
     def _need(self, version: int) -> None:
         self._log.record(version)  # VersionNotInLog when absent
+
+    def commit(self, version: int) -> "CommitRecord":
+        """One version's commitInfo (parameters and metrics decoded) and its action counts."""
+        return self._log.record(version)
+
+    def actions(self, version: int) -> pl.DataFrame:
+        """One version's add/remove/cdc actions, one row each (path, partition values, size, DV)."""
+        self._need(version)
+        return self._log.actions_of(version)
+
+    def other_actions(self, version: int) -> pl.DataFrame:
+        """One version's other actions (metaData, protocol, txn, domainMetadata, commitInfo...)."""
+        self._need(version)
+        return self._log.others_of(version)
 
     # ---- tables (polars DataFrames) --------------------------------------------------
 

@@ -9,13 +9,13 @@ profiles (forensics.replay.windows) and diff the verdicts:
 - unknown: a window whose outcome under the scenario cannot be told (partition-by: a file in
            the window whose value of the new partition column cannot be read from its stats).
 
-Isolation level (spec §2, §6): as delta-spark and Databricks compute it: the table level, with
-OPTIMIZE-like commits (no data change) still downgraded to SnapshotIsolation (spec §2.1).
+Isolation level (conflict-rules §2, §6): as delta-spark and Databricks compute it: the table level, with
+OPTIMIZE-like commits (no data change) still downgraded to SnapshotIsolation (conflict-rules §2.1).
 
 Partition-by (simulated): each file's value of COL is taken from its statistics where
 minValues == maxValues (and no nulls, or all nulls: the null partition); COL is added to the
-table's partitionColumns, so predicates on COL become partition predicates (spec §4.1) and
-added files match them by partition value (spec §5.6). Files whose min != max, whose stats are
+table's partitionColumns, so predicates on COL become partition predicates (conflict-rules §4.1) and
+added files match them by partition value (conflict-rules §5.6). Files whose min != max, whose stats are
 missing, or whose string stats may be truncated (32-character prefix) cannot be placed: they
 are counted, and every window touching one lands in `unknown`. All of it is inferred: a real
 repartitioning would also have split those files and changed what each commit read.
@@ -169,7 +169,7 @@ def isolation_counterfactual(log: DeltaLog, level: str, *, rules: str | None = N
         counts=alt.counts,
         certainty="inferred",
         notes=[f"every replayed window re-checked at table level {level} (OPTIMIZE-like commits still downgrade to "
-               "SnapshotIsolation, spec §2.1); aborted attempts (evidence) are not re-evaluated"],
+               "SnapshotIsolation, conflict-rules §2.1); aborted attempts (evidence) are not re-evaluated"],
     )
 
 

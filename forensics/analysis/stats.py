@@ -29,11 +29,11 @@ Computed from the Timeline (forensics.analysis.timeline) and the commit index. J
 }
 
 Definitions. A *stale window*: a commit whose readVersion R < V-1 (winners R+1..V-1 landed in
-between; spec §3). Partition of a commit: the distinct partitionValues of its add/remove actions
+between; conflict-rules §3). Partition of a commit: the distinct partitionValues of its add/remove actions
 ("(table)" when it wrote none: unpartitioned table or metadata only). *overlaps*: stale windows
 in which at least one winner wrote the same partition. *conflicts*: commits the replay says
 should have aborted (anomaly), counted at the partition the rule named; *reorders*: serial-order
-marks (spec §6), counted at the partitions of the winner that was forgiven; *aborted_attempts*:
+marks (conflict-rules §6), counted at the partitions of the winner that was forgiven; *aborted_attempts*:
 attempts from forensics.evidence (inferred). The matrix rows are the current transaction's
 operation class and the columns the winner's, as in Delta's isolation-level documentation.
 """
@@ -253,7 +253,7 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
             if s.verdict == "skipped":
                 out = "unchecked"
             elif s.verdict == "anomaly" and s.winning_version is not None:
-                # spec §5.10: checks stop at the first winner that aborts the transaction
+                # conflict-rules §5.10: checks stop at the first winner that aborts the transaction
                 out = "conflict" if w == s.winning_version else ("clean" if w < s.winning_version else "unchecked")
             elif w in s.reordered_before:
                 out = "reordered"

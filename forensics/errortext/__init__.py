@@ -1,4 +1,4 @@
-"""Recognise Delta concurrency error texts (spec §7) and failed executions in Spark event logs.
+"""Recognise Delta concurrency error texts (conflict-rules §7) and failed executions in Spark event logs.
 
 Pure Python, no Spark: `parse_error_text` classifies one pasted text, `parse_event_log` finds
 failed SQL executions in an event log and classifies their error messages.

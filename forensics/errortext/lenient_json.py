@@ -1,4 +1,4 @@
-"""A lenient reader for the `Conflicting commit:` JSON printed in Delta error texts (spec §7.4).
+"""A lenient reader for the `Conflicting commit:` JSON printed in Delta error texts (conflict-rules §7.4).
 
 Why not `json.loads`: delta-spark <= 4.0 prints the winner's commitInfo with the values of
 `operationParameters` written raw, so real texts hold `{"mode":Append,"partitionBy":["x"]}` and

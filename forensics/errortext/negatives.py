@@ -6,7 +6,7 @@ was found, so a Delta exception wrapped in, say, a StreamingQueryException is st
 VersionAlreadyExists (corpus/errors 18, 19): the log store refused to create commit file N
 because another writer created it first (put-if-absent / DynamoDB lock). That is the race
 *before* conflict checking: delta-rs then reads the winner and runs its conflict checker
-(spec §9); only that checker's verdict (`Failed to commit transaction: <CommitConflictError>`)
+(conflict-rules §9); only that checker's verdict (`Failed to commit transaction: <CommitConflictError>`)
 names a rule. A VersionAlreadyExists line alone, or a retry storm of them that ends in a
 successful flush (corpus 19), is therefore not recognized; when a verdict follows it (corpus
 18: `... Error occured: Failed to commit transaction: Metadata changed since last commit.`) the
@@ -67,5 +67,5 @@ def why_not(text: str) -> str:
     if not text.strip():
         return "empty text"
     if re.search(r"\bdelta\b", text, re.I):
-        return "mentions Delta but names no concurrency exception, error class or conflict sentence (spec §7)"
-    return "no Delta concurrency exception name, error class or conflict sentence (spec §7) found"
+        return "mentions Delta but names no concurrency exception, error class or conflict sentence (conflict-rules §7)"
+    return "no Delta concurrency exception name, error class or conflict sentence (conflict-rules §7) found"

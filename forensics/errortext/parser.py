@@ -1,4 +1,4 @@
-"""Read one Delta concurrency error text into an ErrorReport (spec §7).
+"""Read one Delta concurrency error text into an ErrorReport (conflict-rules §7).
 
 Order of evidence, strongest first: the 4.1+ sub-classed error class (§7.3), the base sentences
 of §7.1/§7.2 (they survive truncation and wrapping best), Kernel sentences (§7.6), delta-rs
@@ -142,7 +142,7 @@ def _ends_cut(t: str) -> bool:
 
 
 def _spark_sentence(t: str, hit: _Hit) -> bool:
-    """delta-spark v1.x-v4.0 base sentences (spec §7.1, §7.2); also Standalone and Databricks."""
+    """delta-spark v1.x-v4.0 base sentences (conflict-rules §7.1, §7.2); also Standalone and Databricks."""
     found = _first(t, [
         (P.APPEND, "ConcurrentAppendException"),
         (P.DELETE_READ, "ConcurrentDeleteReadException"),
@@ -171,7 +171,7 @@ def _spark_sentence(t: str, hit: _Hit) -> bool:
         if P.RETRY_UPGRADE.search(t, m.end()):
             hit.details["retry_message"] = "upgrade-writers"
             hit.notes.append("retry text asks to upgrade writers: the winner only added files and wrote no "
-                             "isBlindAppend field, and this transaction ran at WriteSerializable (spec §7.1)")
+                             "isBlindAppend field, and this transaction ran at WriteSerializable (conflict-rules §7.1)")
     elif m.re in (P.DELETE_READ, P.DELETE_DELETE):
         fm = P.EXAMPLE_FILE.search(t, m.end(), m.end() + 8192)
         if fm:
@@ -186,7 +186,7 @@ def _spark_sentence(t: str, hit: _Hit) -> bool:
         if m.group("table"):
             hit.table = m.group("table").strip()
             hit.family = "delta-spark-4.1+"
-            hit.notes.append("MetadataChanged text names the table: delta-spark v4.4+ template (spec §7.3)")
+            hit.notes.append("MetadataChanged text names the table: delta-spark v4.4+ template (conflict-rules §7.3)")
     elif m.re is P.DOMAIN:
         hit.rule = "domain"
         hit.details["domain"] = m.group("domain")
@@ -194,7 +194,7 @@ def _spark_sentence(t: str, hit: _Hit) -> bool:
 
 
 def _split_file(raw: str, hit: _Hit) -> None:
-    """DeleteRead prints `<path> in <partition>` (spec §7.1); DeleteDelete just the path."""
+    """DeleteRead prints `<path> in <partition>` (conflict-rules §7.1); DeleteDelete just the path."""
     m = re.match(r"(?P<path>.+?) in (?P<p>partition \[.*\]?|the root of the table)$", raw)
     if m and hit.exception == "ConcurrentDeleteReadException":
         hit.file = m.group("path")
@@ -206,7 +206,7 @@ def _split_file(raw: str, hit: _Hit) -> None:
 
 
 def _v41(t: str, hit: _Hit) -> bool:
-    """delta-spark v4.1+ sub-classed file-conflict texts (spec §7.3); no Conflicting commit JSON."""
+    """delta-spark v4.1+ sub-classed file-conflict texts (conflict-rules §7.3); no Conflicting commit JSON."""
     m = P.SUBCLASS.search(t)
     if not m:
         return False
@@ -237,12 +237,12 @@ def _v41(t: str, hit: _Hit) -> bool:
             hit.truncated = True
     if hit.exception == "ConcurrentDeleteDeleteException":
         hit.notes.append("4.1+ DELETE_DELETE sub-messages are copied from DELETE_READ ('...was read by this "
-                         "operation'); the main sentence decides the rule (spec §7.3)")
+                         "operation'); the main sentence decides the rule (conflict-rules §7.3)")
     return True
 
 
 def _kernel(t: str, hit: _Hit) -> bool:
-    """Delta Kernel (Java) texts (spec §7.6, §10)."""
+    """Delta Kernel (Java) texts (conflict-rules §7.6, §10)."""
     m = P.search(P.KERNEL_DELETE_DELETE, t)
     if m:
         hit.exception, hit.rule = "ConcurrentWriteException", "delete-delete"
@@ -269,7 +269,7 @@ def _kernel(t: str, hit: _Hit) -> bool:
 
 
 def _delta_rs(t: str, hit: _Hit) -> bool:
-    """delta-rs CommitConflictError texts, usually after `Failed to commit transaction: ` (spec §7.5)."""
+    """delta-rs CommitConflictError texts, usually after `Failed to commit transaction: ` (conflict-rules §7.5)."""
     found = _first(t, list(P.RS_SENTENCES))
     if found:
         m, exc = found
@@ -288,26 +288,26 @@ def _delta_rs(t: str, hit: _Hit) -> bool:
                     "winner_min_reader_version": int(nm.group("wr")), "winner_min_writer_version": int(nm.group("ww")),
                     "current_min_reader_version": int(nm.group("cr")), "current_min_writer_version": int(nm.group("cw")),
                 })
-        hit.notes.append("delta-rs texts name no winner version, operation or file (spec §7.5)")
+        hit.notes.append("delta-rs texts name no winner version, operation or file (conflict-rules §7.5)")
         if P.RS_VERSION_EXISTS.search(t):
             hit.notes.append("a log-store VersionAlreadyExists came first; the verdict is the conflict checker's "
-                             "after the writer re-read the winner (spec §9)")
+                             "after the writer re-read the winner (conflict-rules §9)")
         if exc == "ConcurrentDeleteReadException":
             hit.notes.append("delta-rs counts only data-changing removes and, without a read predicate, "
-                             "reads every file of the snapshot (spec §9)")
+                             "reads every file of the snapshot (conflict-rules §9)")
         return True
     m = P.RS_MAX_ATTEMPTS.search(t)
     if m:
         hit.exception, hit.rule, hit.family = None, "max-retries", "delta-rs"
         hit.details["attempts"] = int(m.group("n"))
         hit.start, hit.end = m.start(), m.end()
-        hit.notes.append("delta-rs MaxCommitAttempts: the writer gave up after its retries (default 15, spec §9)")
+        hit.notes.append("delta-rs MaxCommitAttempts: the writer gave up after its retries (default 15, conflict-rules §9)")
         return True
     return False
 
 
 def _max_retries(t: str, hit: _Hit) -> bool:
-    """DELTA_MAX_COMMIT_RETRIES_EXCEEDED (spec §7.3 'Other')."""
+    """DELTA_MAX_COMMIT_RETRIES_EXCEEDED (conflict-rules §7.3 'Other')."""
     m = P.MAX_RETRIES.search(t)
     if not m:
         return False
@@ -413,7 +413,7 @@ def _parse(t: str) -> ErrorReport:
     if not matched:
         return _unrecognized(t, wrappers, negative_reason(t))
 
-    # the exception the text names, next to the verdict (spec §7.7)
+    # the exception the text names, next to the verdict (conflict-rules §7.7)
     named = _named_near(names, hit.start) if hit.family != "delta-rs" else None
     package = None
     if named is not None:
@@ -436,7 +436,7 @@ def _parse(t: str) -> ErrorReport:
     if hit.exception == "ConcurrentTransactionException" and hit.rule == "txn" and P.search(P.DOMAIN, t):
         hit.rule = "domain"
 
-    # family (spec §7.1-§7.6); Databricks signals win over the OSS delta-spark families
+    # family (conflict-rules §7.1-§7.6); Databricks signals win over the OSS delta-spark families
     if hit.family is None:
         hit.family = "delta-spark-3.2-4.0" if hit.error_class else "delta-spark<=3.1"
         if hit.error_class and hit.error_class in ("DELTA_PROTOCOL_CHANGED", "DELTA_CONCURRENT_TRANSACTION",
@@ -455,7 +455,7 @@ def _parse(t: str) -> ErrorReport:
     empty_directory = bool(empty) and hit.exception in ("ProtocolChangedException", "ConcurrentWriteException", None)
     if empty and empty_directory:
         hit.end = max(hit.end, empty.end())
-        hit.notes.append("empty-directory race: the winner is version 0 (two writers created the table, spec §5.1)")
+        hit.notes.append("empty-directory race: the winner is version 0 (two writers created the table, conflict-rules §5.1)")
         if not empty.group("rest"):
             hit.truncated = True
             hit.notes.append("empty-directory sentence is cut off; read from its first words")

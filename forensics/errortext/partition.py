@@ -1,4 +1,4 @@
-"""Parse the partition hint printed in ConcurrentAppend / DeleteRead texts (spec §7.1, §7.3).
+"""Parse the partition hint printed in ConcurrentAppend / DeleteRead texts (conflict-rules §7.1, §7.3).
 
 delta-spark prints `partition [c1=v1, c2=v2]` (partition-schema order, logical names) or
 `the root of the table`; 4.1+ prints `[c1=v1, c2=v2]` with a missing value as `null`. Values

@@ -1,4 +1,4 @@
-"""The message templates of spec §7 as regular expressions, and the name/class/rule tables.
+"""The message templates of conflict-rules §7 as regular expressions, and the name/class/rule tables.
 
 Each pattern models one engine and release range, named in its comment. Patterns match the
 base sentences, not whole templates, so truncated and wrapped texts still match.
@@ -10,7 +10,7 @@ import re
 
 # ------------------------------------------------------------------ names and classes
 
-# Exception simple name -> conflict rule (spec §5.1-§5.8).
+# Exception simple name -> conflict rule (conflict-rules §5.1-§5.8).
 EXCEPTION_RULE: dict[str, str] = {
     "ConcurrentAppendException": "append",
     "ConcurrentDeleteReadException": "delete-read",
@@ -21,7 +21,7 @@ EXCEPTION_RULE: dict[str, str] = {
     "ConcurrentWriteException": "write",
 }
 
-# Error class (delta-spark 3.2+, spec §7.2/§7.3) -> exception simple name.
+# Error class (delta-spark 3.2+, conflict-rules §7.2/§7.3) -> exception simple name.
 ERROR_CLASS_EXCEPTION: dict[str, str | None] = {
     "DELTA_CONCURRENT_APPEND": "ConcurrentAppendException",
     "DELTA_CONCURRENT_DELETE_READ": "ConcurrentDeleteReadException",
@@ -42,37 +42,37 @@ EXCEPTION_NAME = re.compile(r"\b(?P<name>" + _NAMES + r")\b")
 # a Java/Python package in front of a name (read backwards from the name, see parser._package_before)
 PACKAGE = re.compile(r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*")
 
-# 4.1+ (spec §7.3): `[DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT]`.
+# 4.1+ (conflict-rules §7.3): `[DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT]`.
 SUBCLASS = re.compile(
     r"\[(?P<cls>DELTA_CONCURRENT_(?:APPEND|DELETE_READ|DELETE_DELETE))\.(?P<sub>WITH_PARTITION_HINT|WITHOUT_HINT)\]"
 )
-# 3.2+ (spec §7.2): `[DELTA_CONCURRENT_APPEND]` (also printed by 4.1+ for the unchanged classes).
+# 3.2+ (conflict-rules §7.2): `[DELTA_CONCURRENT_APPEND]` (also printed by 4.1+ for the unchanged classes).
 ERROR_CLASS = re.compile(r"\[(?P<cls>" + "|".join(ERROR_CLASS_EXCEPTION) + r")\]")
 
 # ------------------------------------------------------------------ delta-spark sentences
 
-# v1.x-v4.0 ConcurrentAppend (spec §7.1/§7.2); the partition may be cut off by truncation.
+# v1.x-v4.0 ConcurrentAppend (conflict-rules §7.1/§7.2); the partition may be cut off by truncation.
 APPEND = re.compile(
     r"Files were added to (?:(?P<root>the root of the table)|partition (?P<part>\[[^\n]{0,4096}?\])(?= by a concurrent)"
     r"|partition (?P<partcut>\[[^\n]{0,4096}))"
 )
-# v1.x-v4.0 ConcurrentDeleteRead / ConcurrentDeleteDelete (spec §7.1/§7.2).
+# v1.x-v4.0 ConcurrentDeleteRead / ConcurrentDeleteDelete (conflict-rules §7.1/§7.2).
 DELETE_READ = re.compile(r"This transaction attempted to read one or more files that were deleted")
 DELETE_DELETE = re.compile(r"This transaction attempted to delete one or more files that were deleted")
 EXAMPLE_FILE = re.compile(r"\(for example (?P<file>[^\n]{0,4096}?)\) by a concurrent update|\(for example (?P<cut>[^\n]{0,4096})")
 METADATA = re.compile(r"The metadata of the Delta table (?:(?P<table>[^\n]{1,1000}?) )?has been changed by a concurrent update")
 PROTOCOL = re.compile(r"The protocol version of the Delta table has been changed by a concurrent update")
-# additionalInfo when the winner is version 0 (spec §5.1 "Version 0 race"); also Kernel's text.
+# additionalInfo when the winner is version 0 (conflict-rules §5.1 "Version 0 race"); also Kernel's text.
 EMPTY_DIR = re.compile(r"This happens when multiple\s+writers(?P<rest>\s+are\s+writing\s+to\s+an\s+empty\s+directory)?")
 TXN = re.compile(r"This error occurs when multiple streaming queries are using the same checkpoint")
-# spec §5.3: plain message, not error-class formatted
+# conflict-rules §5.3: plain message, not error-class formatted
 DOMAIN = re.compile(r"A conflicting metadata domain (?P<domain>[^\n]{1,512}?) is added")
 WRITE = re.compile(r"A concurrent transaction has written new data since the current transaction read the table")
 RETRY_UPGRADE = re.compile(r"Upgrading all your concurrent writers to use the latest Delta Lake may avoid this error")
 CONFLICTING_COMMIT = re.compile(r"Conflicting commit:\s*")
 REFER_TO = re.compile(r"Refer to (?P<link>\S+?) for more (?:details|information)\.?")
 
-# v4.1+ main sentences (spec §7.3). `a concurrent <op> added data to table <t> committed at version <v>.`
+# v4.1+ main sentences (conflict-rules §7.3). `a concurrent <op> added data to table <t> committed at version <v>.`
 V41_MAIN = re.compile(
     r"a concurrent (?P<op>[^\n]{1,200}?) (?P<verb>added data to|deleted data from) table (?P<table>[^\n]{1,2000}?)"
     r" \(?committed at version (?P<v>\d+)\)?"
@@ -83,14 +83,14 @@ V41_PART = re.compile(
 )
 V41_TRANSACTION_OP = "TRANSACTION"  # printed when the winner has no commitInfo.operation
 
-# DELTA_MAX_COMMIT_RETRIES_EXCEEDED (spec §7.3 "Other"), delta-spark 3.x+.
+# DELTA_MAX_COMMIT_RETRIES_EXCEEDED (conflict-rules §7.3 "Other"), delta-spark 3.x+.
 MAX_RETRIES = re.compile(r"This commit has failed as it has been tried (?P<n>\d+) times but did not succeed")
 MAX_RETRIES_START = re.compile(r"Commit started at version:\s*(?P<v>\d+)")
 MAX_RETRIES_FAIL = re.compile(r"Commit failed at version:\s*(?P<v>\d+)")
 MAX_RETRIES_ACTIONS = re.compile(r"Number of actions attempted to commit:\s*(?P<v>\d+)")
 MAX_RETRIES_TIME = re.compile(r"Total time spent attempting this commit:\s*(?P<v>\d+)\s*ms")
 
-# ------------------------------------------------------------------ delta-rs (spec §7.5)
+# ------------------------------------------------------------------ delta-rs (conflict-rules §7.5)
 
 RS_FAILED = re.compile(r"Failed to commit transaction:\s*")
 RS_SENTENCES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -111,7 +111,7 @@ RS_MAX_ATTEMPTS = re.compile(r"Failed to commit transaction:\s*(?P<n>\d+)\s*(?:$
 RS_VERSION_EXISTS = re.compile(r"VersionAlreadyExists|Tried committing existing table version")
 RS_PYTHON = re.compile(r"\b(?:_internal|deltalake\.exceptions|deltalake)\.(?P<name>CommitFailedError|DeltaError)\b")
 
-# ------------------------------------------------------------------ Delta Kernel Java (spec §7.6, §10)
+# ------------------------------------------------------------------ Delta Kernel Java (conflict-rules §7.6, §10)
 
 KERNEL_DELETE_DELETE = re.compile(
     r"A concurrent transaction removed \(or updated the deletion vector of\) file (?P<file>[^\n]{1,4096}?) that this"

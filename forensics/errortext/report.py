@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# Message families (spec §7): which template set printed the text. The lead maps a family onto
+# Message families (conflict-rules §7): which template set printed the text. The lead maps a family onto
 # a rule profile; "databricks" wins over the OSS families when the text carries a Databricks
 # signal (tahoe package, Databricks docs link, Databricks ODBC/JDBC driver, engineInfo).
 FAMILIES = (
@@ -18,7 +18,7 @@ FAMILIES = (
     "unknown",
 )
 
-# Which conflict check fired (spec §5.1-§5.8, §9, §10). "max-retries" is not a check: the
+# Which conflict check fired (conflict-rules §5.1-§5.8, §9, §10). "max-retries" is not a check: the
 # writer gave up retrying (DELTA_MAX_COMMIT_RETRIES_EXCEEDED, delta-rs MaxCommitAttempts).
 RULES = ("append", "delete-read", "delete-delete", "metadata", "protocol", "txn", "domain", "write", "max-retries")
 
@@ -27,7 +27,7 @@ RULES = ("append", "delete-read", "delete-delete", "metadata", "protocol", "txn"
 class WinnerHint:
     """What the text says about the winning commit (never more than the text says)."""
 
-    version: int | None  # 4.1+ texts name it; <= 4.0 JSON has no version key (spec §7.4)
+    version: int | None  # 4.1+ texts name it; <= 4.0 JSON has no version key (conflict-rules §7.4)
     txn_id: str | None
     timestamp: int | None  # ms
     operation: str | None
@@ -38,7 +38,7 @@ class WinnerHint:
     operation_parameters: dict | None
     commit_info: dict  # everything salvaged from the Conflicting commit JSON
     # False when truncated, elided, redacted or unparseable, or when there was no JSON. Unquoted
-    # values (spec §7.4, <= 4.0) are invalid JSON but lose nothing: they stay complete and are
+    # values (conflict-rules §7.4, <= 4.0) are invalid JSON but lose nothing: they stay complete and are
     # listed in json_problems as "unquoted value".
     json_complete: bool
     json_present: bool = False  # a `Conflicting commit:` trailer was in the text

@@ -5,7 +5,7 @@ We do not know what the attempt read, so we try hypotheses from the least readin
 an OPTIMIZE of its partitions -> read its own partitions -> read the whole table) with `whatif` against the commits that landed
 in its window, and take the first that aborts. Within a hypothesis the read version goes from
 the latest candidate back (the attempt read as recently as the evidence allows). delta-rs
-records every snapshot file as read by a predicate-less write (spec §9), so there a partition
+records every snapshot file as read by a predicate-less write (conflict-rules §9), so there a partition
 read is tried before the "blind" append. The result is inferred, never exact.
 """
 
@@ -78,13 +78,13 @@ def hypotheses(log: DeltaLog, attempt: Attempt, writer: str) -> list[Hypothesis]
     pred = partition_predicate(parts)
     blind = Hypothesis("blind-appended into its partitions (read nothing)", "INSERT")
     streams = [Hypothesis(f"was a streaming batch of query {a} (read only its own txn)", "STREAMING UPDATE", app_id=a) for a in app_ids_of(log)]
-    # OPTIMIZE reads its partitions but, at SnapshotIsolation (spec §2.1), ignores concurrent
+    # OPTIMIZE reads its partitions but, at SnapshotIsolation (conflict-rules §2.1), ignores concurrent
     # appends: its conflict surface lies between a blind append and a DML on the same partitions.
     optimize = [Hypothesis(f"compacted its partitions ({pred}; OPTIMIZE ignores concurrent appends)", "OPTIMIZE", predicate=pred)] if pred else []
     own = [Hypothesis(f"read its own partitions ({pred})", "UPDATE", predicate=pred)] if pred else []
     whole = Hypothesis("read the whole table", "MERGE")
     if writer == "delta-rs":
-        # spec §9: a predicate-less delta-rs write (append, OPTIMIZE) counts every snapshot file as read
+        # conflict-rules §9: a predicate-less delta-rs write (append, OPTIMIZE) counts every snapshot file as read
         return streams + own + [blind] + optimize + [whole]
     return [blind] + streams + optimize + own + [whole]
 

@@ -1,7 +1,7 @@
 """Rebuild the losing transaction of an error text and replay it (explain-error with a table).
 
 The text names the rule that fired and, usually, the winner. From the rule we infer what the
-loser must have read or deleted (spec §5.2-§5.8): an append conflict in partition P means its
+loser must have read or deleted (conflict-rules §5.2-§5.8): an append conflict in partition P means its
 read predicate matched P (it read P or the whole table); DeleteRead naming F means it read F;
 DeleteDelete means it removed F; Metadata means the winner changed metadata; Transaction means
 the same appId. We build each candidate as a what-if transaction reading R = winner - 1 (or
@@ -72,7 +72,7 @@ class ErrorExplanation:
 
 
 def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] | None) -> list[int]:
-    """Commits that carry what the rule needs from a winner (spec §5): adds in the partition,
+    """Commits that carry what the rule needs from a winner (conflict-rules §5): adds in the partition,
     a remove of the file, a metaData/protocol/txn action."""
     c = log.commits
     if window is not None:
@@ -193,13 +193,13 @@ def replay_loser(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: 
 
 
 def _same_rule(a: str | None, b: str | None) -> bool:
-    # Kernel throws delete-delete as ConcurrentWriteException (spec §7.6)
+    # Kernel throws delete-delete as ConcurrentWriteException (conflict-rules §7.6)
     return {a, b} == {"ConcurrentWriteException", "ConcurrentDeleteDeleteException"}
 
 
 def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
                   state: StateIndex | None = None, evidence=None) -> ErrorExplanation:
-    """Find the winner, rebuild the loser, replay it, and advise (spec §5, §7)."""
+    """Find the winner, rebuild the loser, replay it, and advise (conflict-rules §5, §7)."""
     from forensics.replay.advice import advice_for_error
 
     state = state or StateIndex(log)

@@ -1,6 +1,6 @@
 """Find the winning commit an error text names, in the log.
 
-Strongest key first (spec §7.3, §7.4): the version (v4.1+ texts print it), the txnId of the
+Strongest key first (conflict-rules §7.3, §7.4): the version (v4.1+ texts print it), the txnId of the
 `Conflicting commit:` JSON, then its timestamp with operation, readVersion, engineInfo,
 isolationLevel and isBlindAppend as tie-breakers. Several commits left ⇒ ambiguous, with the
 candidates; never a silent guess.

@@ -1,4 +1,4 @@
-"""Decode commitInfo.operationParameters as delta-spark writes them (spec §8.1).
+"""Decode commitInfo.operationParameters as delta-spark writes them (conflict-rules §8.1).
 
 Each value is JSON-encoded in memory and written raw: string parameters are JSON strings,
 booleans and numbers are raw JSON, and list-valued parameters (DELETE `predicate`, MERGE

@@ -92,7 +92,7 @@ class TableSchema:
 
     @classmethod
     def from_simple(cls, types: dict[str, str], partition_columns: list[str] | tuple[str, ...] = ()) -> "TableSchema":
-        """Build from {"col": "int", ...} (conformance cases, what-if input)."""
+        """Build from {"col": "int", ...} (what-if input, scenario schemas)."""
         return cls(
             columns=tuple(Column(name=k, type=v) for k, v in types.items()),
             partition_columns=tuple(partition_columns),

@@ -1,8 +1,8 @@
 """Predicates recorded in commitInfo: parse (sqlglot, Spark dialect), classify, evaluate.
 
-Modules: params (find predicate strings in operationParameters, spec §8.1), lexer + parse
+Modules: params (find predicate strings in operationParameters, conflict-rules §8.1), lexer + parse
 (Catalyst / SQL text -> ParsedPredicate), casts (Spark CAST rules), evaluate (partition values
-and stats, spec §5.6 c/d, §9), classify (partition vs data, MERGE target-only, spec §4.1 §8.2),
+and stats, conflict-rules §5.6 c/d, §9), classify (partition vs data, MERGE target-only, conflict-rules §4.1 §8.2),
 advice (suggested MERGE conditions).
 """
 

@@ -1,4 +1,4 @@
-"""Advice helper: pin a MERGE to the partitions it touches (spec §8.2).
+"""Advice helper: pin a MERGE to the partitions it touches (conflict-rules §8.2).
 
 The usual fix for ConcurrentAppendException on MERGE is to add an explicit partition filter on
 the target to the ON condition, so the target-only conjuncts (the read predicate) name the

@@ -1,4 +1,4 @@
-"""Spark's CAST from string (non-ANSI mode) and the comparison coercions we need (spec §5.6 c).
+"""Spark's CAST from string (non-ANSI mode) and the comparison coercions we need (conflict-rules §5.6 c).
 
 delta-spark evaluates a partition predicate with every partition column replaced by
 `CAST(partitionValues[<physical name>] AS <type>)`. With spark.sql.ansi.enabled=false (the
@@ -240,7 +240,7 @@ def cast_string(value: str, spark_type: str) -> Any:
 
 
 def partition_value(raw: Any, spark_type: str) -> Any:
-    """CAST(partitionValues[col] AS type) (spec §5.6 c); None for NULL."""
+    """CAST(partitionValues[col] AS type) (conflict-rules §5.6 c); None for NULL."""
     if is_null_partition_value(raw):
         return None
     return cast_string(str(raw), spark_type)

@@ -1,4 +1,4 @@
-"""Which part of a predicate the conflict checker uses (spec §4.1, §8.2).
+"""Which part of a predicate the conflict checker uses (conflict-rules §4.1, §8.2).
 
 delta-spark (DELETE/UPDATE/replaceWhere planning, `DeltaTableUtils.splitMetadataAndDataPredicates`)
 keeps only the *partition* part of a read predicate for the append check; MERGE reads the
@@ -25,7 +25,7 @@ TARGET_ALIASES = {"target", "t", "tgt", "trg", "dest", "destination", "tar", "ol
 SOURCE_ALIASES = {"source", "s", "src", "updates", "update", "u", "new", "newdata", "staged", "stage", "stg", "incoming", "changes", "delta", "batch"}
 
 
-# ---- partition vs data (spec §4.1) ------------------------------------------------------------
+# ---- partition vs data (conflict-rules §4.1) ------------------------------------------------------------
 
 
 def _partition_only(tree: exp.Expression, schema: TableSchema) -> bool:
@@ -70,7 +70,7 @@ def _extract(tree: exp.Expression, schema: TableSchema) -> exp.Expression | None
 def split_partition_and_data(
     preds: list[ParsedPredicate], schema: TableSchema, *, extract_from_or: bool = True
 ) -> tuple[ParsedPredicate, list[ParsedPredicate]]:
-    """delta-spark splitMetadataAndDataPredicates as DELETE/UPDATE planning uses it (spec §4.1, §8.2).
+    """delta-spark splitMetadataAndDataPredicates as DELETE/UPDATE planning uses it (conflict-rules §4.1, §8.2).
 
     Per conjunct: partition-only (all refs are partition columns, no subquery) vs data. Then
     partition predicates implied by the data conjuncts are added (delta-spark's
@@ -105,7 +105,7 @@ def split_partition_and_data(
     return from_expression(and_all(meta), False, schema_key(schema)), data
 
 
-# ---- MERGE: target-only conjuncts (spec §8.2) -------------------------------------------------
+# ---- MERGE: target-only conjuncts (conflict-rules §8.2) -------------------------------------------------
 
 
 def _is_long_type(t: str | None) -> bool:
@@ -157,7 +157,7 @@ def target_only_conjuncts(
     not_matched_by_source: list[ParsedPredicate] | tuple = (),
     not_matched: list[ParsedPredicate] | tuple = (),
 ) -> tuple[list[ParsedPredicate], str]:
-    """Conjuncts of the MERGE ON condition that reference only target columns (spec §8.2).
+    """Conjuncts of the MERGE ON condition that reference only target columns (conflict-rules §8.2).
 
     Which side a column belongs to is often not in the log: Catalyst text has no qualifiers,
     only expression ids (`(id#480L = cast(id#482 as bigint))`). Evidence used, in order: the

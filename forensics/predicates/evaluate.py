@@ -1,9 +1,9 @@
 """Evaluate a parsed predicate against one file's partition values (and file statistics).
 
-spec §5.6 c (delta-spark, all versions with partition-level conflict detection): every
+conflict-rules §5.6 c (delta-spark, all versions with partition-level conflict detection): every
 partition column becomes CAST(partitionValues[<physical name>] AS <type>), SQL three-valued
-logic, NULL => no match. spec §5.6 d (delta-spark >= 3.2, widening on by default):
-non-deterministic sub-predicates are treated as TRUE under AND/OR/NOT. spec §9 (delta-rs): the
+logic, NULL => no match. conflict-rules §5.6 d (delta-spark >= 3.2, widening on by default):
+non-deterministic sub-predicates are treated as TRUE under AND/OR/NOT. conflict-rules §9 (delta-rs): the
 read predicate is checked against partition values AND min/max/nullCount statistics.
 
 One evaluator does all three: it computes the *set of outcomes the predicate could have*
@@ -56,7 +56,7 @@ from forensics.predicates.outcomes import (
 )
 
 # Data-skipping stats: delta-spark truncates string min/max to 32 characters by default and
-# timestamps to milliseconds (spec §9 evaluation of delta-rs on the same stats).
+# timestamps to milliseconds (conflict-rules §9 evaluation of delta-rs on the same stats).
 STRING_STATS_PREFIX = 32
 
 
@@ -147,7 +147,7 @@ class _Compiler:
 
             return chain
         if not is_deterministic_node(node):
-            return lambda env: ALL  # spec §5.6 d: widened
+            return lambda env: ALL  # conflict-rules §5.6 d: widened
         if isinstance(node, exp.Not):
             inner = self.pred(node.this)
             return lambda env: _not_set(inner(env))
@@ -524,7 +524,7 @@ def _as_parsed(pred: ParsedPredicate | str, schema: TableSchema) -> ParsedPredic
 
 
 def matches_partition(pred: ParsedPredicate | str, partition_values: dict | None, schema: TableSchema) -> bool:
-    """Could a file with these partition values match? (spec §5.6 c/d, delta-spark).
+    """Could a file with these partition values match? (conflict-rules §5.6 c/d, delta-spark).
 
     Unparseable or truncated predicates match (conservative); never raises.
     """
@@ -550,7 +550,7 @@ def parse_stats(stats: dict | str | None) -> dict | None:
 
 
 def may_match_stats(pred: ParsedPredicate | str, stats: dict | str | None, partition_values: dict | None, schema: TableSchema) -> bool:
-    """delta-rs style file skipping (spec §9): partition values and min/max/nullCount stats.
+    """delta-rs style file skipping (conflict-rules §9): partition values and min/max/nullCount stats.
 
     Missing stats (or a column without stats) => may match; never raises.
     """

@@ -1,4 +1,4 @@
-"""Token-level pre-normalisation of predicate text before sqlglot parses it (spec §8.1).
+"""Token-level pre-normalisation of predicate text before sqlglot parses it (conflict-rules §8.1).
 
 Catalyst `simpleString` (what delta-spark >= 2.4 records for DELETE/UPDATE/MERGE) is almost
 SQL, with three differences this module irons out token by token, never with a regex over the

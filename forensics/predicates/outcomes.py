@@ -4,7 +4,7 @@ A predicate's result for one file is the *set* of outcomes it could have ({TRUE,
 one outcome when every referenced value is known exactly (partition values, literals), several
 when a column is known only by its [min, max] statistics (`Range`) or not at all (`UNKNOWN`).
 Comparisons follow Spark's non-ANSI coercions (casts.compare); AND/OR/NOT follow SQL
-three-valued logic applied to every combination (spec §5.6 c).
+three-valued logic applied to every combination (conflict-rules §5.6 c).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Find every predicate string a commit recorded in commitInfo.operationParameters (spec §8.1, §9).
+"""Find every predicate string a commit recorded in commitInfo.operationParameters (conflict-rules §8.1, §9).
 
 delta-spark JSON-encodes each parameter value in memory and writes it raw, so list-valued
 parameters (DELETE/UPDATE/MERGE/OPTIMIZE `predicate` from 2.4 on, the MERGE clause lists)
@@ -24,7 +24,7 @@ _CLAUSE_KEYS: tuple[tuple[str, Role], ...] = (
 
 
 def decode_param(value: Any) -> Any:
-    """One extra JSON decode where the value is JSON array/object text (spec §8.1); else as is."""
+    """One extra JSON decode where the value is JSON array/object text (conflict-rules §8.1); else as is."""
     return decode_value(value)
 
 
@@ -106,14 +106,14 @@ def predicate_strings(operation: str | None, params: dict | None) -> list[Predic
 
     An empty list for DELETE/UPDATE means no condition was recorded (delete/update all rows).
     MERGE clauses without a condition are returned with text "" so callers can still see that
-    e.g. a WHEN NOT MATCHED BY SOURCE clause exists (spec §8.2: that makes the read TRUE).
+    e.g. a WHEN NOT MATCHED BY SOURCE clause exists (conflict-rules §8.2: that makes the read TRUE).
     """
     if not isinstance(params, dict):
         return []
     op = (operation or "").strip().upper()
     out: list[PredicateSource] = []
     if op == "MERGE":
-        # delta-rs (spec §9): `predicate` is the derived early filter, `mergePredicate` the ON clause.
+        # delta-rs (conflict-rules §9): `predicate` is the derived early filter, `mergePredicate` the ON clause.
         is_delta_rs = "mergePredicate" in params
         if "predicate" in params:
             role: Role = "condition" if is_delta_rs else "merge_condition"
@@ -131,7 +131,7 @@ def predicate_strings(operation: str | None, params: dict | None) -> list[Predic
         return out
     value = params["predicate"]
     if op in ("WRITE", "CREATE OR REPLACE TABLE AS SELECT", "REPLACE TABLE AS SELECT"):
-        # spec §8.1: WRITE `predicate` is the raw replaceWhere text as the user typed it.
+        # conflict-rules §8.1: WRITE `predicate` is the raw replaceWhere text as the user typed it.
         decoded = decode_param(value)
         if isinstance(decoded, list):
             return [PredicateSource(t, "replace_where") for t in _strings(decoded)]

@@ -1,8 +1,8 @@
-"""Parse commitInfo predicate strings with sqlglot (Spark dialect) into ParsedPredicate (spec §8.1).
+"""Parse commitInfo predicate strings with sqlglot (Spark dialect) into ParsedPredicate (conflict-rules §8.1).
 
 Handles Catalyst simpleString (`(id#480L = 5)`, unquoted literals), `.sql` strings
 (``(`id` = 1)``), Databricks fully qualified names (``spark_catalog.delta.`/p`.value``), user
-replaceWhere text and delta-rs SQL (spec §9). Never raises: anything we cannot read comes back
+replaceWhere text and delta-rs SQL (conflict-rules §9). Never raises: anything we cannot read comes back
 with `sql=None` and a one-line `error`.
 """
 
@@ -27,7 +27,7 @@ _SALVAGE_ATTEMPTS = 12
 
 SchemaKey = tuple[str, ...] | None
 
-# spec §5.6 d: what delta-spark widens. Typed sqlglot classes (lower-cased class names) and
+# conflict-rules §5.6 d: what delta-spark widens. Typed sqlglot classes (lower-cased class names) and
 # function names sqlglot does not model.
 _NONDETERMINISTIC = {
     "rand", "randn", "random", "uuid", "shuffle", "uniform", "randstr",
@@ -219,7 +219,7 @@ def _normalise(tree: exp.Expression, key: SchemaKey, catalyst: bool) -> exp.Expr
         resolved = _resolve(name, key)
         unqualified = not qualifier
         if name != TRUNCATION_MARK and unqualified and expr_id is None and not ident.quoted:
-            # spec §8.1: in Catalyst text every attribute carries `#id`, so a bare word is an
+            # conflict-rules §8.1: in Catalyst text every attribute carries `#id`, so a bare word is an
             # unquoted literal. In plain SQL an unknown name stays a column (evaluates as
             # unknown, i.e. conservatively) rather than becoming a constant.
             if catalyst:
@@ -285,7 +285,7 @@ def _func_name(node: exp.Expression) -> str:
 
 
 def is_deterministic_node(node: exp.Expression) -> bool:
-    """One node, not its children (spec §5.6 d: rand(), UDFs, subqueries are widened)."""
+    """One node, not its children (conflict-rules §5.6 d: rand(), UDFs, subqueries are widened)."""
     if isinstance(node, (exp.Subquery, exp.Query, exp.Exists)):
         return False
     if isinstance(node, exp.Anonymous):

@@ -29,7 +29,7 @@ TRUNCATION_MARK = "__truncated__"
 
 @dataclass(frozen=True)
 class PredicateSource:
-    """One predicate string recorded in commitInfo.operationParameters (spec §8.1).
+    """One predicate string recorded in commitInfo.operationParameters (conflict-rules §8.1).
 
     `text` is "" for a MERGE clause recorded without a condition (unconditional clause);
     parse_predicate("") gives TRUE for it.

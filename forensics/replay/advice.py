@@ -285,6 +285,6 @@ def advice_for_error(log: DeltaLog, state: StateIndex, report: ErrorReport, winn
     if rule == "protocol":
         out.append(f"Create the table and upgrade its protocol before concurrent writers start: v{winner} carries a protocol action")
     if report.family == "delta-rs" and rule in ("append", "delete-read"):
-        out.append("delta-rs: a write with no predicate counts every file of its snapshot as read (spec §9); pass a partition predicate, "
+        out.append("delta-rs: a write with no predicate counts every file of its snapshot as read (conflict-rules §9); pass a partition predicate, "
                    "or accept SnapshotIsolation where the job tolerates it")
     return out or general_advice(report)

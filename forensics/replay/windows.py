@@ -1,7 +1,7 @@
 """Replay every concurrency window of a table through the rules of the engine that wrote it.
 
 A commit at version V with readVersion R < V-1 was checked against the winning commits
-R+1..V-1 (spec §1.6: readVersion is never rewritten on retry). We rebuild its read and write
+R+1..V-1 (conflict-rules §1.6: readVersion is never rewritten on retry). We rebuild its read and write
 sets, run the profile's checks against each winner in order, and give a verdict:
 
 - clean:     every check ran and passed;
@@ -131,7 +131,7 @@ def winning_commit(log: DeltaLog, version: int) -> WinningCommit:
         protocol=w.protocol,
         app_txns=w.app_txns,
         domains=w.domains,
-        is_blind_append=rec.is_blind_append,  # absent stays None: treated as false (spec §3)
+        is_blind_append=rec.is_blind_append,  # absent stays None: treated as false (conflict-rules §3)
         commit=rec,
         tags=dict(rec.tags or {}),
     )
@@ -169,7 +169,7 @@ def transaction_from_sets(rec: CommitRecord, sets: CommitSets, read_version: int
 
 
 def _isolation(rec: CommitRecord, sets: CommitSets, override: str | None) -> tuple[str, Bound]:
-    """The effective level: recorded (exact), or computed by spec §2.1 from the table level."""
+    """The effective level: recorded (exact), or computed by conflict-rules §2.1 from the table level."""
     table_level = None
     if override:
         table_level = override
@@ -222,7 +222,7 @@ def replay_commit(
         return base
     base.window = list(range(rv + 1, version))
     if op in COMMIT_LARGE_OPS:
-        base.why = f"{rec.operation} commits without conflict checks (commitLarge, spec §1.6)"
+        base.why = f"{rec.operation} commits without conflict checks (commitLarge, conflict-rules §1.6)"
         return base
     if not base.window:
         base.verdict = "clean"
@@ -276,10 +276,10 @@ def _likely_reason(log: DeltaLog, rec: CommitRecord, sets: CommitSets, result: W
     if dup:
         return "a duplicated commit file (the same commit copied to a later version)"
     if any(c.inferred for c in result.checks):
-        return "row-level concurrency reconciliation (Databricks, spec §11)"
+        return "row-level concurrency reconciliation (Databricks, conflict-rules §11)"
     cfg = sets.read_metadata.configuration if sets.read_metadata else {}
     if sets.writer == "databricks" and cfg.get("delta.enableDeletionVectors") == "true" and not sets.schema.partition_columns:
-        return "row-level concurrency reconciliation (Databricks, unpartitioned table with deletion vectors, spec §11)"
+        return "row-level concurrency reconciliation (Databricks, unpartitioned table with deletion vectors, conflict-rules §11)"
     if sets.read.files_bound != Bound.EXACT or sets.read.predicate_bound != Bound.EXACT:
         return f"the read set was reconstructed too coarsely ({sets.read.files_bound.value}): {sets.read.why}"
     if sets.writer in ("delta-rs", "kernel"):

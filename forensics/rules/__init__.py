@@ -1,4 +1,4 @@
-"""Delta's conflict checker as replayable rule profiles (spec §5, §9, §10, §11).
+"""Delta's conflict checker as replayable rule profiles (conflict-rules §5, §9, §10, §11).
 
 Public API:
   profiles:  Profile, PROFILES, get_profile, profile_for_engine_info
@@ -6,7 +6,6 @@ Public API:
   isolation: effective_isolation_level, is_blind_append, delta_rs_isolation_level
   messages:  render_message, MessageInput, partition_hint, conflicting_commit_json
   results:   CheckOutcome, WindowResult
-  cases:     load_cases, case_to_inputs, materialize_case, run_cases, KNOWN_DIFFERENCES
 """
 
 from forensics.rules.checks import check_window, check_winner

@@ -1,4 +1,4 @@
-"""Run a profile's ordered checks against winning commits (spec §1.4, §5.10, §12).
+"""Run a profile's ordered checks against winning commits (conflict-rules §1.4, §5.10, §12).
 
 `check_winner` checks ONE winning commit and applies its rebase effects to the state;
 `check_window` walks R+1..V-1 in version order and stops at the first abort.
@@ -100,7 +100,7 @@ def check_window(txn: Transaction, winners: list[WinningCommit], profile: Profil
     """Check `txn` against its winning commits (R+1..V-1) in version order; stop at the first abort.
 
     `read_snapshot_files` (the active files at R) lets the delta-rs profile derive its read
-    files (spec §9: no predicate => every file). `table_name` fills the v4.1+ messages.
+    files (conflict-rules §9: no predicate => every file). `table_name` fills the v4.1+ messages.
     """
     st = start_state(txn, profile, read_snapshot_files)
     for w in sorted(winners, key=lambda x: x.version):

@@ -1,7 +1,7 @@
 """File checks: concurrent appends, deletes vs reads, deletes vs deletes.
 
 delta-spark §5.6-§5.8 (release quirks via the profile), delta-rs §9, Kernel §10,
-Databricks row-level concurrency §11 (inferred). Reorder detection per spec §6.
+Databricks row-level concurrency §11 (inferred). Reorder detection per conflict-rules §6.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from forensics.rules.state import CheckState, delta_rs_predicate
 
 
 def _rlc_eligible(st: CheckState) -> bool:
-    """spec §11 [doc]: Databricks row-level concurrency on unpartitioned tables with DVs enabled."""
+    """conflict-rules §11 [doc]: Databricks row-level concurrency on unpartitioned tables with DVs enabled."""
     if not st.profile.row_level_concurrency or st.txn.partition_columns:
         return False
     cfg = st.metadata.configuration if st.metadata is not None else {}
@@ -29,7 +29,7 @@ def _is_zorder_optimize(w: WinningCommit) -> bool:
 
 
 def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAction | None, str]:
-    """spec §5.6.2: the first candidate the transaction should have read, and why it matched."""
+    """conflict-rules §5.6.2: the first candidate the transaction should have read, and why it matched."""
     txn, prof = st.txn, st.profile
     if not files:
         return None, ""
@@ -54,7 +54,7 @@ def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAct
 
 
 def _delta_rs_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAction | None, str]:
-    """spec §9: predicate on partition values AND stats; whole table => any; no predicate => none."""
+    """conflict-rules §9: predicate on partition values AND stats; whole table => any; no predicate => none."""
     if not files:
         return None, ""
     pred = delta_rs_predicate(st.txn)
@@ -72,7 +72,7 @@ def _delta_rs_first_match(st: CheckState, files: list[FileAction]) -> tuple[File
 
 
 def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
-    """ConcurrentAppendException (spec §5.6 / §9); records reorders (spec §6)."""
+    """ConcurrentAppendException (conflict-rules §5.6 / §9); records reorders (conflict-rules §6)."""
     name, txn, prof = "appends", st.txn, st.profile
     v = w.version
     if prof.engine == "kernel":
@@ -88,7 +88,7 @@ def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
     else:
         level = txn.isolation_level
         first = _spark_first_match
-    blind = bool(w.is_blind_append)  # missing isBlindAppend (or commitInfo) => not blind (spec §3)
+    blind = bool(w.is_blind_append)  # missing isBlindAppend (or commitInfo) => not blind (conflict-rules §3)
     changed = [] if blind else list(w.adds)
     blind_adds = list(w.adds) if blind else []
     if level == SNAPSHOT_ISOLATION:
@@ -131,7 +131,7 @@ def _dv_update(w: WinningCommit, path: str) -> bool:
 
 
 def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
-    """ConcurrentDeleteReadException (spec §5.7; delta-rs counts only dataChange=true removes, §9)."""
+    """ConcurrentDeleteReadException (conflict-rules §5.7; delta-rs counts only dataChange=true removes, §9)."""
     name, txn, prof, v = "deleteRead", st.txn, st.profile, w.version
     if prof.engine == "kernel":
         return CheckOutcome(name, "skipped", "Kernel has no delete-read check", winner_version=v)
@@ -168,7 +168,7 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
 
 
 def check_delete_delete(st: CheckState, w: WinningCommit) -> CheckOutcome:
-    """ConcurrentDeleteDeleteException (spec §5.8; Kernel: ConcurrentWriteException, §7.6)."""
+    """ConcurrentDeleteDeleteException (conflict-rules §5.8; Kernel: ConcurrentWriteException, §7.6)."""
     name, prof, v = "deleteDelete", st.profile, w.version
     if prof.engine == "delta-rs":
         # [observed, deltalake 1.6.6] delta-rs ignores the winner's dataChange=false removes here
@@ -194,7 +194,7 @@ def check_delete_delete(st: CheckState, w: WinningCommit) -> CheckOutcome:
 
 
 def _reconciled(mine: FileAction, w: WinningCommit) -> bool:
-    """spec §11: a reconciled loser's remove(P) carries the winner's DV for P."""
+    """conflict-rules §11: a reconciled loser's remove(P) carries the winner's DV for P."""
     if mine.deletion_vector is None:
         return False
     return any(a.path == mine.path and a.deletion_vector is not None

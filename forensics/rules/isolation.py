@@ -1,8 +1,8 @@
 """Isolation level and blind-append rules for transactions the log did not record.
 
-delta-spark (spec §2.1, §4.5) and delta-rs (spec §2.2). A logged delta-spark commit
+delta-spark (conflict-rules §2.1, §4.5) and delta-rs (conflict-rules §2.2). A logged delta-spark commit
 records both in commitInfo (exact); these functions serve hypothetical/failed
-transactions (spec §8.4) and the delta-rs checker, which decides per winning commit.
+transactions (conflict-rules §8.4) and the delta-rs checker, which decides per winning commit.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ WRITE_SERIALIZABLE = "WriteSerializable"
 SNAPSHOT_ISOLATION = "SnapshotIsolation"
 LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE, SNAPSHOT_ISOLATION)
 
-# spec §2.1: DeltaOperations `changesData` = true for these (delta-spark); others default false.
+# conflict-rules §2.1: DeltaOperations `changesData` = true for these (delta-spark); others default false.
 CHANGES_DATA_OPERATIONS = frozenset({
     "WRITE", "STREAMING UPDATE", "DELETE", "TRUNCATE", "CONVERT", "MERGE", "UPDATE",
     "REPLACE TABLE", "CREATE OR REPLACE TABLE", "REPLACE TABLE AS SELECT",
     "CREATE OR REPLACE TABLE AS SELECT", "RESTORE", "CLONE", "CREATE TABLE AS SELECT",
 })
-# spec §9: delta-rs `changes_data()` is false for OPTIMIZE and metadata-only operations.
+# conflict-rules §9: delta-rs `changes_data()` is false for OPTIMIZE and metadata-only operations.
 DELTA_RS_CHANGES_DATA = frozenset({"WRITE", "DELETE", "UPDATE", "MERGE", "STREAMING UPDATE",
                                    "RESTORE", "CREATE TABLE", "CREATE OR REPLACE TABLE"})
 
@@ -34,7 +34,7 @@ def operation_changes_data(operation: str | None) -> bool:
 
 
 def table_isolation_level(configured: str | None, default: str = SERIALIZABLE) -> str:
-    """Table level from `delta.isolationLevel` (spec §2.1): OSS accepts only Serializable;
+    """Table level from `delta.isolationLevel` (conflict-rules §2.1): OSS accepts only Serializable;
     Databricks may set WriteSerializable (its default)."""
     if configured in (SERIALIZABLE, WRITE_SERIALIZABLE):
         return configured
@@ -49,7 +49,7 @@ def effective_isolation_level(
     other_actions: Iterable[str] = (),
     release: tuple[int, int] = (4, 4),
 ) -> str:
-    """delta-spark's per-transaction level (spec §2.1), computed once from prepared actions.
+    """delta-spark's per-transaction level (conflict-rules §2.1), computed once from prepared actions.
 
     `other_actions` names the non-file actions ("metaData", "protocol", "txn",
     "domainMetadata:<domain>"). Only the row-tracking domain (v3.0+) keeps the downgrade open.
@@ -72,7 +72,7 @@ def is_blind_append(
     read_predicates: Iterable[str],
     read_files: Iterable[FileAction] | None,
 ) -> bool:
-    """spec §4.5: every FileAction is an add AND nothing was read (no predicates, no files).
+    """conflict-rules §4.5: every FileAction is an add AND nothing was read (no predicates, no files).
 
     readWholeTable() adds a predicate, so it is covered by `read_predicates`; txnVersion()
     is not a read. Metadata/Protocol/txn/domain actions do not matter.
@@ -85,7 +85,7 @@ def is_blind_append(
 
 
 # --------------------------------------------------------------------------------------
-# delta-rs (spec §2.2)
+# delta-rs (conflict-rules §2.2)
 # --------------------------------------------------------------------------------------
 
 _DELTA_RS_PROPERTY = {"serializable": SERIALIZABLE, "writeSerializable": WRITE_SERIALIZABLE,
@@ -103,7 +103,7 @@ def delta_rs_isolation_level(winner: WinningCommit, operation: str | None, table
 
     Data-changing add/remove count as file actions; everything else (metadata, protocol,
     txn, commitInfo, and add/remove with dataChange=false) is a "non-file" action that
-    blocks the downgrade. With a commitInfo present the downgrade never happens (spec §2.2).
+    blocks the downgrade. With a commitInfo present the downgrade never happens (conflict-rules §2.2).
     Without an operation the table level is used.
     """
     if operation is None:

@@ -3,7 +3,7 @@
 Delegates to `forensics.predicates` (Spark-dialect parsing, casts, three-valued logic).
 While that package is unavailable a tiny fallback handles `TRUE` and conjunctions of
 `col = 'v'`; anything else is conservatively treated as a match and labelled inferred
-(the same direction Spark itself widens undecidable predicates, spec §5.6.d).
+(the same direction Spark itself widens undecidable predicates, conflict-rules §5.6.d).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _fallback_partition(pred: str, pv: dict[str, str | None], schema: TableSchem
 
 
 def partition_match(pred: str, pv: dict[str, str | None], schema: TableSchema) -> Match:
-    """Would Spark's partition predicate select a file with these partitionValues (spec §5.6.c)?"""
+    """Would Spark's partition predicate select a file with these partitionValues (conflict-rules §5.6.c)?"""
     api = _api()
     if api is not None:
         try:
@@ -70,7 +70,7 @@ def partition_match(pred: str, pv: dict[str, str | None], schema: TableSchema) -
 
 
 def stats_match(pred: str, f: FileAction, schema: TableSchema) -> Match:
-    """delta-rs: can a file's partition values + min/max statistics satisfy the predicate (spec §9)?"""
+    """delta-rs: can a file's partition values + min/max statistics satisfy the predicate (conflict-rules §9)?"""
     api = _api()
     if api is not None:
         try:

@@ -1,4 +1,4 @@
-"""The exact message each engine prints for a conflict (spec §7.1-§7.6).
+"""The exact message each engine prints for a conflict (conflict-rules §7.1-§7.6).
 
 Used to show "this is what your job would have printed" and to match real error texts.
 Templates are quoted from the spec; placeholders are filled from the winning commit.
@@ -13,7 +13,7 @@ from typing import Any
 from forensics.rules.profiles import Profile
 from forensics.log.schema import TableSchema
 
-ERROR_CLASSES = {  # spec §7.2 (sqlState 2D521)
+ERROR_CLASSES = {  # conflict-rules §7.2 (sqlState 2D521)
     "ConcurrentAppendException": "DELTA_CONCURRENT_APPEND",
     "ConcurrentDeleteReadException": "DELTA_CONCURRENT_DELETE_READ",
     "ConcurrentDeleteDeleteException": "DELTA_CONCURRENT_DELETE_DELETE",
@@ -29,7 +29,7 @@ UPGRADE_RETRY = ("Upgrading all your concurrent writers to use the latest Delta 
 EMPTY_DIR = ("This happens when multiple writers are writing to an empty directory. "
              "Creating the table ahead of time will avoid this conflict. ")
 
-BASE = {  # spec §7.1 base messages (without the retry sentence where it varies)
+BASE = {  # conflict-rules §7.1 base messages (without the retry sentence where it varies)
     "ConcurrentAppendException": "Files were added to {partition} by a concurrent update. {retry}",
     "ConcurrentDeleteReadException": ("This transaction attempted to read one or more files that were deleted "
                                       "(for example {file}) by a concurrent update. Please try the operation again."),
@@ -44,7 +44,7 @@ BASE = {  # spec §7.1 base messages (without the retry sentence where it varies
                                  "read the table. Please try the operation again."),
 }
 
-# spec §7.3 (v4.1+) sub-classed file-conflict messages
+# conflict-rules §7.3 (v4.1+) sub-classed file-conflict messages
 _MAIN_41 = {
     "ConcurrentAppendException": ("Transaction conflict detected. a concurrent {operation} added data to table "
                                   "{table} committed at version {version}."),
@@ -61,14 +61,14 @@ _SUB_41 = {
     ("ConcurrentAppendException", True): ("The concurrent operation modified data in the partition {pv} that should "
                                           "have been read by this operation. Please retry the operation. Refer to "
                                           "{docs} for more information."),
-    # DELETE_DELETE's sub-messages are copy-pasted from DELETE_READ in delta-spark (spec §7.3)
+    # DELETE_DELETE's sub-messages are copy-pasted from DELETE_READ in delta-spark (conflict-rules §7.3)
     ("delete", False): ("The concurrent operation deleted data that was read by this operation. Please retry the "
                         "operation. Refer to {docs} for more information."),
     ("delete", True): ("The concurrent operation deleted data in the partition {pv} that was read by this operation. "
                        "Please retry the operation. Refer to {docs} for more information."),
 }
 
-DELTA_RS = {  # spec §7.5
+DELTA_RS = {  # conflict-rules §7.5
     "ConcurrentAppendException": ("Commit failed: a concurrent transactions added new data.\nHelp: This transaction's "
                                   "query must be rerun to include the new data. Also, if you don't care to require "
                                   "this check to pass in the future, the isolation level can be set to Snapshot "
@@ -94,13 +94,13 @@ DELTA_RS_VARIANT = {  # delta-rs CommitConflictError variant <-> Delta simple cl
     "ProtocolChanged": "ProtocolChangedException",
 }
 
-KERNEL_DELETE_DELETE = (  # spec §7.6
+KERNEL_DELETE_DELETE = (  # conflict-rules §7.6
     "A concurrent transaction removed (or updated the deletion vector of) file {file} that this transaction "
     "(attempting version {n}) also removes. Letting both commits through would leave two active entries for the "
     "same data file. Retry the operation against the latest table state."
 )
 
-# spec §7.4: Jackson declaration order of CommitInfo fields (NON_ABSENT); no `version` key in practice
+# conflict-rules §7.4: Jackson declaration order of CommitInfo fields (NON_ABSENT); no `version` key in practice
 COMMIT_INFO_KEYS = ("inCommitTimestamp", "timestamp", "userId", "userName", "operation", "operationParameters",
                     "job", "notebook", "clusterId", "readVersion", "isolationLevel", "isBlindAppend",
                     "operationMetrics", "userMetadata", "tags", "engineInfo", "txnId")
@@ -130,7 +130,7 @@ def _dump(v: Any) -> str:
 
 
 def conflicting_commit_json(commit_info: dict[str, Any] | str | None, *, lossy: bool) -> str | None:
-    """The winner's commitInfo as printed after "Conflicting commit: " (spec §7.4).
+    """The winner's commitInfo as printed after "Conflicting commit: " (conflict-rules §7.4).
 
     `lossy` (delta-spark <= 4.0): operationParameters lost one level of encoding when read
     back, and string values are written raw, e.g. {"mode":Append}. Unknown keys are dropped
@@ -169,7 +169,7 @@ def _value(pv: dict[str, str | None], col: str, schema: TableSchema | None) -> s
 
 def partition_hint(partition_columns: tuple[str, ...], pv: dict[str, str | None] | None,
                    schema: TableSchema | None = None) -> str:
-    """spec §7.1: `partition [c1=v1, c2=v2]` (logical names, values by physical name) or
+    """conflict-rules §7.1: `partition [c1=v1, c2=v2]` (logical names, values by physical name) or
     `the root of the table` for an unpartitioned table."""
     if not partition_columns:
         return "the root of the table"
@@ -179,7 +179,7 @@ def partition_hint(partition_columns: tuple[str, ...], pv: dict[str, str | None]
 
 def partition_values_41(partition_columns: tuple[str, ...], pv: dict[str, str | None] | None,
                         schema: TableSchema | None = None) -> str | None:
-    """spec §7.3: `[c1=v1, c2=v2]`, or None (WITHOUT_HINT) when unpartitioned or no values."""
+    """conflict-rules §7.3: `[c1=v1, c2=v2]`, or None (WITHOUT_HINT) when unpartitioned or no values."""
     if not partition_columns or not pv:
         return None
     return "[" + ", ".join(f"{c}={_value(pv, c, schema)}" for c in partition_columns) + "]"
@@ -202,10 +202,10 @@ def _base_message(m: MessageInput) -> str:
 
 
 def render_message(profile: Profile, m: MessageInput) -> tuple[str, str | None]:
-    """(message, error class) as the profile's engine would print them (spec §7)."""
+    """(message, error class) as the profile's engine would print them (conflict-rules §7)."""
     if m.error_class and m.exception not in ERROR_CLASSES:
         return f"[{m.error_class}] {m.exception}", m.error_class
-    if m.domain is not None:  # spec §5.3: plain message, not error-class formatted
+    if m.domain is not None:  # conflict-rules §5.3: plain message, not error-class formatted
         return f"A conflicting metadata domain {m.domain} is added.", None
     if profile.message_style == "delta-rs":
         text = DELTA_RS.get(m.exception, m.exception).format(detail=m.detail or "protocol changed")
@@ -221,9 +221,9 @@ def render_message(profile: Profile, m: MessageInput) -> tuple[str, str | None]:
     lossy = profile.message_style != "subclassed"  # §7.4: proper round-trip only from v4.1
     trailer_json = conflicting_commit_json(m.winner_commit_info, lossy=lossy)
     trailer = f"\nConflicting commit: {trailer_json}" if trailer_json else ""
-    if profile.message_style == "plain":  # spec §7.1
+    if profile.message_style == "plain":  # conflict-rules §7.1
         return f"{_base_message(m)}{trailer}\nRefer to {docs} for more details.", None
-    # error classes (v3.2-4.0, and 4.1+ for the non-file exceptions), spec §7.2/§7.3
+    # error classes (v3.2-4.0, and 4.1+ for the non-file exceptions), conflict-rules §7.2/§7.3
     cls = ERROR_CLASSES[m.exception]
     if m.exception == "ConcurrentWriteException" and not profile.concurrent_write_has_trailer:
         trailer = ""

@@ -34,9 +34,9 @@ def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
     if p is None:
         return _ok(name, w, f"winner v{w.version} has no protocol action")
     eng = st.profile.engine
-    if eng == "kernel":  # spec §10: any winning Protocol
+    if eng == "kernel":  # conflict-rules §10: any winning Protocol
         return _fail(name, w, "ProtocolChangedException", f"winner v{w.version} changed the protocol (Kernel aborts on any)")
-    if eng == "delta-rs":  # spec §9 (sic: writer version compared the wrong way round)
+    if eng == "delta-rs":  # conflict-rules §9 (sic: writer version compared the wrong way round)
         cur = txn.read_protocol
         if cur is not None and (cur.min_reader_version < p.min_reader_version or p.min_writer_version < cur.min_writer_version):
             detail = (f"required read/write {p.min_reader_version}/{p.min_writer_version}, "
@@ -45,7 +45,7 @@ def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
         if txn.write.protocol is not None:
             return _fail(name, w, "ProtocolChangedException", "both this transaction and the winner change the protocol")
         return _ok(name, w, f"winner v{w.version} protocol compatible (versions only; features not compared)")
-    # delta-spark / Databricks, spec §5.1
+    # delta-spark / Databricks, conflict-rules §5.1
     st.protocol = p
     if txn.write.protocol is not None:
         extra = " (both created the table)" if w.version == 0 else ""
@@ -79,13 +79,13 @@ def check_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
     ok, why = md.resolve_41(st.metadata_changed, st.metadata, w, st.protocol)  # T.metadata, possibly adopted
     if ok:
         if not md.is_identity_only(w):
-            st.metadata = w.metadata  # spec §5.2.6: T.metadata := w.metadata
+            st.metadata = w.metadata  # conflict-rules §5.2.6: T.metadata := w.metadata
         return _ok(name, w, why)
     return _fail(name, w, exc, why)
 
 
 def check_domain_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
-    """spec §5.3 / §10: a domain both write aborts, except row tracking (high-water mark reassigned)."""
+    """conflict-rules §5.3 / §10: a domain both write aborts, except row tracking (high-water mark reassigned)."""
     name = "domainMetadata"
     if not st.profile.checks_domain_metadata:
         return CheckOutcome(name, "skipped", "no domain-metadata check before v3.0", winner_version=w.version)
@@ -102,7 +102,7 @@ def check_domain_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
 def check_app_ids(st: CheckState, w: WinningCommit) -> CheckOutcome:
     name, txn = "appIds", st.txn
     eng = st.profile.engine
-    if eng == "kernel":  # spec §10: version-aware
+    if eng == "kernel":  # conflict-rules §10: version-aware
         mine = dict(txn.write.app_txns)
         for app in txn.read.app_ids:
             mine.setdefault(app, -1)
@@ -111,7 +111,7 @@ def check_app_ids(st: CheckState, w: WinningCommit) -> CheckOutcome:
             return _fail(name, w, "ConcurrentTransactionException",
                          f"winner v{w.version} committed appId {hits[0]} at version {w.app_txns[hits[0]]} >= ours")
         return _ok(name, w, "no appId committed at a version >= ours")
-    # delta-rs: the transaction's OWN txn actions; Spark: the appIds it read (spec §4.4, §9)
+    # delta-rs: the transaction's OWN txn actions; Spark: the appIds it read (conflict-rules §4.4, §9)
     mine = set(txn.write.app_txns) if eng == "delta-rs" else set(txn.read.app_ids)
     hits = sorted(mine & set(w.app_txns))
     if hits:
@@ -121,7 +121,7 @@ def check_app_ids(st: CheckState, w: WinningCommit) -> CheckOutcome:
 
 
 def check_backfill(st: CheckState, w: WinningCommit) -> CheckOutcome:
-    """spec §5.5 (v3.3+): a backfill drops paths the winner added/removed; a winning backfill's
+    """conflict-rules §5.5 (v3.3+): a backfill drops paths the winner added/removed; a winning backfill's
     baseRowIds are copied into our re-added/removed files."""
     name = "rowTrackingBackfill"
     if not st.profile.at_least(3, 3):
@@ -150,7 +150,7 @@ def check_unbackfill(st: CheckState, w: WinningCommit) -> CheckOutcome:
 
 
 def check_rebase_noop(name: str):
-    """Rebase steps that never throw a concurrency exception (spec §5.5, §5.9): recorded for completeness."""
+    """Rebase steps that never throw a concurrency exception (conflict-rules §5.5, §5.9): recorded for completeness."""
     reasons = {
         "rowIds": "row IDs of new files reassigned above the winner's high-water mark if needed",
         "rowCommitVersions": "default row commit versions equal to the winner's moved to the next version",

@@ -1,4 +1,4 @@
-"""Metadata conflict resolution by release (spec §5.2).
+"""Metadata conflict resolution by release (conflict-rules §5.2).
 
 v1.x-3.2: any winning Metadata aborts. v3.3-4.0 (`checkNoMetadataUpdates`): identity-only
 and row-tracking-enablement-only winners are tolerated when the transaction has no
@@ -13,8 +13,8 @@ from typing import Any
 
 from forensics.model import Metadata, Protocol, WinningCommit
 
-IDENTITY_TAG = "delta.identity.schemaUpdate"  # spec §3 / §8.3
-RT_ENABLEMENT_TAG = "rowTrackingEnablementOnly"  # spec §8.3
+IDENTITY_TAG = "delta.identity.schemaUpdate"  # conflict-rules §3 / §8.3
+RT_ENABLEMENT_TAG = "rowTrackingEnablementOnly"  # conflict-rules §8.3
 
 RT_MATERIALIZED_KEYS = ("delta.rowTracking.materializedRowIdColumnName",
                         "delta.rowTracking.materializedRowCommitVersionColumnName")
@@ -55,7 +55,7 @@ def _is_true(v: Any) -> bool:
 
 def _validate_key(key: str, old: str | None, new: str, winner_cfg: dict[str, str],
                   protocol: Protocol | None) -> str | None:
-    """None if the change of one configuration key is resolvable, else the reason (spec §5.2.4)."""
+    """None if the change of one configuration key is resolvable, else the reason (conflict-rules §5.2.4)."""
     if key == "delta.enableRowTracking":
         if not _is_true(new):
             return f"{key} may only change to true"
@@ -90,7 +90,7 @@ def _validate_key(key: str, old: str | None, new: str, winner_cfg: dict[str, str
 
 
 def _schema_change_ok(old: str | None, new: str | None, old_mode: str, new_mode: str) -> str | None:
-    """spec §5.2.5: only column-mapping metadata may change, and only with mode none -> name."""
+    """conflict-rules §5.2.5: only column-mapping metadata may change, and only with mode none -> name."""
     if old == new:
         return None
     try:
@@ -114,7 +114,7 @@ def _schema_change_ok(old: str | None, new: str | None, old_mode: str, new_mode:
 
 def resolve_41(txn_metadata_changed: bool, read_md: Metadata | None, w: WinningCommit,
                protocol_after: Protocol | None) -> tuple[bool, str]:
-    """delta-spark v4.1+ attemptToResolveMetadataConflicts (spec §5.2): (accepted, reason)."""
+    """delta-spark v4.1+ attemptToResolveMetadataConflicts (conflict-rules §5.2): (accepted, reason)."""
     if txn_metadata_changed:
         return False, "both this transaction and the winner change metadata (no merging)"
     if is_identity_only(w):
@@ -144,7 +144,7 @@ def resolve_41(txn_metadata_changed: bool, read_md: Metadata | None, w: WinningC
 
 
 def tolerate_33(txn_metadata_changed: bool, w: WinningCommit) -> tuple[bool, str]:
-    """delta-spark v3.3-4.0 checkNoMetadataUpdates matrix (spec §5.2)."""
+    """delta-spark v3.3-4.0 checkNoMetadataUpdates matrix (conflict-rules §5.2)."""
     if txn_metadata_changed:
         return False, "both this transaction and the winner change metadata"
     if is_identity_only(w):

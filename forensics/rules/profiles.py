@@ -1,6 +1,6 @@
 """Rule profiles: which engine and release band a replay models, and how it differs.
 
-One `Profile` per engine/release band (spec §5.10 order table, §9 delta-rs, §10 Kernel,
+One `Profile` per engine/release band (conflict-rules §5.10 order table, §9 delta-rs, §10 Kernel,
 §11 Databricks). A profile is plain data; `forensics.rules.checks` reads it. Within a band,
 `release` pins the modelled release so the small per-release quirks the spec names
 (pre-3.1 append check, v1.0-1.1 WriteSerializable, 3.3 identity tolerance, 4.4 message
@@ -16,8 +16,8 @@ from typing import Literal
 Engine = Literal["delta-spark", "databricks", "delta-rs", "kernel"]
 MessageStyle = Literal["plain", "error_class", "subclassed", "delta-rs", "kernel"]
 
-OSS_DOCS = "https://docs.delta.io/latest/concurrency-control.html"  # spec §7
-DATABRICKS_DOCS = "https://docs.databricks.com/delta/concurrency-control.html"  # spec §7 [observed]
+OSS_DOCS = "https://docs.delta.io/latest/concurrency-control.html"  # conflict-rules §7
+DATABRICKS_DOCS = "https://docs.databricks.com/delta/concurrency-control.html"  # conflict-rules §7 [observed]
 
 
 @dataclass(frozen=True)
@@ -27,14 +27,14 @@ class Profile:
     band: str  # human description of the modelled releases
     release: tuple[int, int]  # modelled release within the band (major, minor)
     order: tuple[str, ...]  # checks per winning commit, in order
-    default_isolation: str  # table default when delta.isolationLevel is unset (spec §2)
+    default_isolation: str  # table default when delta.isolationLevel is unset (conflict-rules §2)
     exact: bool  # rules read from this engine's source (True) or inferred (Databricks)
     docs_link: str
     message_style: MessageStyle
-    row_level_concurrency: bool = False  # Databricks RLC on eligible tables (spec §11)
+    row_level_concurrency: bool = False  # Databricks RLC on eligible tables (conflict-rules §11)
     notes: str = ""
 
-    # ---- per-release quirks (spec §5.6, §5.2, §5.10, §7) -------------------------------
+    # ---- per-release quirks (conflict-rules §5.6, §5.2, §5.10, §7) -------------------------------
 
     def at_least(self, major: int, minor: int) -> bool:
         return self.release >= (major, minor)
@@ -95,15 +95,15 @@ _SPARK_41_ORDER = (
     "protocol", "metadata", "domainMetadata", "appIds", "rowTrackingBackfill", "rowTrackingUnbackfill",
     "rowIds", "rowCommitVersions", "typeWidening", "appends", "deleteRead", "deleteDelete", "ict",
 )
-_DELTA_RS_ORDER = ("protocol", "metadata", "appends", "deleteRead", "deleteDelete", "appIds")  # spec §9
-_KERNEL_ORDER = ("protocol", "metadata", "appIds", "domainMetadata", "deleteDelete")  # spec §10
+_DELTA_RS_ORDER = ("protocol", "metadata", "appends", "deleteRead", "deleteDelete", "appIds")  # conflict-rules §9
+_KERNEL_ORDER = ("protocol", "metadata", "appIds", "domainMetadata", "deleteDelete")  # conflict-rules §10
 
 _BASE: dict[str, Profile] = {
     "delta-spark<=3.1": Profile(
         name="delta-spark<=3.1", engine="delta-spark", band="delta-spark v1.0-v3.1", release=(3, 1),
         order=_SPARK_OLD_ORDER, default_isolation="Serializable", exact=True, docs_link=OSS_DOCS,
         message_style="plain",
-        notes="appIds checked last; plain messages with Conflicting-commit trailer (spec §7.1)",
+        notes="appIds checked last; plain messages with Conflicting-commit trailer (conflict-rules §7.1)",
     ),
     "delta-spark-3.2-4.0": Profile(
         name="delta-spark-3.2-4.0", engine="delta-spark", band="delta-spark v3.2-v4.0", release=(4, 0),
@@ -122,20 +122,20 @@ _BASE: dict[str, Profile] = {
         order=_SPARK_32_ORDER, default_isolation="WriteSerializable", exact=False, docs_link=DATABRICKS_DOCS,
         message_style="error_class", row_level_concurrency=True,
         notes="modelled as delta-spark 3.3-4.0 rules + WriteSerializable default + row-level concurrency "
-        "on unpartitioned DV tables ([doc], spec §11); every result is inferred",
+        "on unpartitioned DV tables ([doc], conflict-rules §11); every result is inferred",
     ),
     "delta-rs": Profile(
         name="delta-rs", engine="delta-rs", band="delta-rs (HEAD 2c996fa)", release=(0, 0),
         order=_DELTA_RS_ORDER, default_isolation="Serializable", exact=True, docs_link="",
         message_style="delta-rs",
         notes="stats-based predicate matching; no predicate => reads every file; compaction removes ignored "
-        "by delete-read; isolation downgrade tested on the winner's actions (spec §9, §2.2)",
+        "by delete-read; isolation downgrade tested on the winner's actions (conflict-rules §9, §2.2)",
     ),
     "kernel": Profile(
         name="kernel", engine="kernel", band="Delta Kernel Java (HEAD)", release=(0, 0),
         order=_KERNEL_ORDER, default_isolation="Serializable", exact=True, docs_link="",
         message_style="kernel",
-        notes="only protocol, metadata, txn (version-aware), domain metadata, delete-delete (spec §10)",
+        notes="only protocol, metadata, txn (version-aware), domain metadata, delete-delete (conflict-rules §10)",
     ),
 }
 

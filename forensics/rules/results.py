@@ -17,7 +17,7 @@ CheckStatus = Literal["passed", "failed", "skipped"]
 
 @dataclass
 class CheckOutcome:
-    """One check of one profile against one winning commit (spec §5 / §9 / §10)."""
+    """One check of one profile against one winning commit (conflict-rules §5 / §9 / §10)."""
 
     check: str  # e.g. "appends", "deleteRead", "metadata"
     status: CheckStatus
@@ -26,7 +26,7 @@ class CheckOutcome:
     file: str | None = None  # the exact file involved (path as in the log)
     partition: dict[str, str | None] | None = None  # partitionValues of that file
     winner_version: int | None = None
-    reordered: bool = False  # a matching add was forgiven (spec §6): serial order puts T first
+    reordered: bool = False  # a matching add was forgiven (conflict-rules §6): serial order puts T first
     error_class: str | None = None  # e.g. DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT
     inferred: bool = False  # the outcome rests on an inference (e.g. Databricks row-level concurrency)
     domain: str | None = None  # the metadata domain both sides wrote (domainMetadata check)

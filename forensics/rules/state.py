@@ -1,4 +1,4 @@
-"""The mutable state a conflict check carries from one winning commit to the next (spec §1.4).
+"""The mutable state a conflict check carries from one winning commit to the next (conflict-rules §1.4).
 
 Each winning commit may rebase the transaction: adopt the winner's protocol/metadata,
 drop backfilled paths. The isolation level is never recomputed.
@@ -16,7 +16,7 @@ from forensics.log.schema import TableSchema
 
 
 def delta_rs_predicate(txn: Transaction) -> str | None:
-    """delta-rs' single read predicate: operationParameters.predicate, verbatim (spec §9).
+    """delta-rs' single read predicate: operationParameters.predicate, verbatim (conflict-rules §9).
 
     Only Write, Delete, Update and Merge carry one; every other operation (OPTIMIZE included,
     although it records a partition filter under the same key) has no read predicate.
@@ -46,7 +46,7 @@ class CheckState:
     profile: Profile
     schema: TableSchema
     metadata: Metadata | None  # T.metadata: read metadata, or the winner's once adopted
-    protocol: Protocol | None  # T.protocol: replaced by each winning protocol (spec §5.1)
+    protocol: Protocol | None  # T.protocol: replaced by each winning protocol (conflict-rules §5.1)
     read_files: list[FileAction] | None
     adds: list[FileAction]
     removes: list[FileAction]
@@ -63,7 +63,7 @@ def start_state(txn: Transaction, profile: Profile,
     read_files = list(txn.read.files) if txn.read.files is not None else None
     inferred: list[str] = []
     if profile.engine == "delta-rs" and read_snapshot_files is not None:
-        # spec §9: with a predicate, the read-snapshot files it can match (partition + stats);
+        # conflict-rules §9: with a predicate, the read-snapshot files it can match (partition + stats);
         # without one, EVERY file of the read snapshot
         pred = delta_rs_predicate(txn)
         read_files = []

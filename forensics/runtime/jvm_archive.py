@@ -47,12 +47,9 @@ def archive_dir() -> Path:
     env = os.environ.get("DELTA_FORENSICS_JVM_ARCHIVE_DIR")
     if env:
         return Path(env)
-    try:
-        from platformdirs import user_cache_dir
+    from platformdirs import user_cache_dir  # the user's cache, even when DELTA_FORENSICS_CACHE_DIR moves the tables'
 
-        return Path(user_cache_dir("delta-forensics")) / "jvm"
-    except ImportError:  # pragma: no cover
-        return Path.home() / ".cache" / "delta-forensics" / "jvm"
+    return Path(user_cache_dir("delta-forensics")) / "jvm"
 
 
 def archive_key(java_path: str | None, java_version: str, jvm_options: str) -> str:

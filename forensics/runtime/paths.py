@@ -11,12 +11,9 @@ def cache_root() -> Path:
     env = os.environ.get("DELTA_FORENSICS_CACHE_DIR")
     if env:
         return Path(env)
-    try:
-        from platformdirs import user_cache_dir
+    from platformdirs import user_cache_dir
 
-        return Path(user_cache_dir("delta-forensics"))
-    except ImportError:  # pragma: no cover
-        return Path.home() / ".cache" / "delta-forensics"
+    return Path(user_cache_dir("delta-forensics"))
 
 
 def table_cache_dir(location: str) -> Path:

@@ -1,4 +1,4 @@
-"""Per-commit read and write sets, reconstructed from the log (spec §4, §8.2, §9).
+"""Per-commit read and write sets, reconstructed from the log (conflict-rules §4, §8.2, §9).
 
 The read set is what the engine's OptimisticTransaction recorded while planning: partition
 predicates, data predicates, the files it read at readVersion, whether it read the whole
@@ -36,7 +36,7 @@ from forensics.log.schema import TableSchema
 
 
 def writer_family(engine_info: str | None) -> str:
-    """Which engine wrote a commit, by engineInfo (spec §2.2, §8.1, §10)."""
+    """Which engine wrote a commit, by engineInfo (conflict-rules §2.2, §8.1, §10)."""
     e = (engine_info or "").strip().lower()
     if e.startswith("delta-rs") or e.startswith("delta_rs"):
         return "delta-rs"
@@ -209,7 +209,7 @@ def prefetch_write_sets(log: DeltaLog, versions: list[int]) -> None:
 
 
 def _make_write_set(rec: CommitRecord, adds, removes, cdc, md, pr) -> WriteSet:
-    # spec §3: a missing commitInfo or isBlindAppend field is treated as false by delta-spark.
+    # conflict-rules §3: a missing commitInfo or isBlindAppend field is treated as false by delta-spark.
     return WriteSet(
         adds=adds,
         removes=removes,
@@ -266,7 +266,7 @@ def _parse_all(texts: list[str], schema: TableSchema) -> list[ParsedPredicate]:
 
 
 def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Plan:
-    """What delta-spark's OptimisticTransaction recorded, per operation (spec §8.2)."""
+    """What delta-spark's OptimisticTransaction recorded, per operation (conflict-rules §8.2)."""
     op = _op(rec)
     params = rec.operation_parameters or {}
     srcs = predicate_strings(rec.operation, params)
@@ -288,16 +288,16 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
             why.append(f"{what}: the recorded predicate is truncated")
         data_sql = [to_sql(d) for d in data] + [b.text for b in bad]
         if part.is_true and data_sql:
-            why.append(f"{what}: only data filters (or ORs mixing data and partition columns) ⇒ partition predicate TRUE (spec §4.1)")
+            why.append(f"{what}: only data filters (or ORs mixing data and partition columns) ⇒ partition predicate TRUE (conflict-rules §4.1)")
         return _Plan([part], [ParsedPredicate(text=d, sql=d) for d in data_sql], False, True, bound, "candidates" if data_sql else "partition", why)
 
     if op in COMMIT_LARGE_OPS:
-        why.append(f"{op} commits without conflict checks (commitLarge, spec §1.6): nothing recorded")
+        why.append(f"{op} commits without conflict checks (commitLarge, conflict-rules §1.6): nothing recorded")
         return _Plan([], [], False, False, Bound.EXACT, "none", why)
     if op in ("DELETE", "UPDATE"):
         texts = [s.text for s in srcs if s.role == "condition"]
         if not texts:
-            why.append(f"{op} without a condition reads every file (spec §8.2)")
+            why.append(f"{op} without a condition reads every file (conflict-rules §8.2)")
             return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
         return split(texts, op)
     if op == "TRUNCATE":
@@ -307,7 +307,7 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         nmbs = [s for s in srcs if s.role == "not_matched_by_source"]
         cond = [s.text for s in srcs if s.role == "merge_condition"]
         if nmbs:
-            why.append("MERGE has a WHEN NOT MATCHED BY SOURCE clause ⇒ it reads the whole target: partition predicate TRUE (spec §8.2)")
+            why.append("MERGE has a WHEN NOT MATCHED BY SOURCE clause ⇒ it reads the whole target: partition predicate TRUE (conflict-rules §8.2)")
             return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "candidates", why)
         if not cond:
             why.append("MERGE condition not recorded; assumed to read the whole target")
@@ -317,7 +317,7 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         why.append("MERGE: " + twhy)
         part, data = split_partition_and_data(target, schema)
         if part.is_true:
-            why.append("MERGE condition has no literal predicate on a partition column ⇒ it read every partition (spec §4.1)")
+            why.append("MERGE condition has no literal predicate on a partition column ⇒ it read every partition (conflict-rules §4.1)")
         bound = Bound.SUPERSET if ("assumed" in twhy or not p.parsed or p.truncated) else Bound.EXACT
         return _Plan([part], [ParsedPredicate(text=to_sql(d), sql=to_sql(d)) for d in data], False, True, bound, "candidates", why)
     if op in ("OPTIMIZE", "REORG", "REORG TABLE"):
@@ -327,16 +327,16 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         part = TRUE_PREDICATE
         if parts:
             part, _ = split_partition_and_data(parts, schema)
-        why.append(f"{op} reads exactly the files it compacts (its removes) under its partition predicate (spec §8.2)")
+        why.append(f"{op} reads exactly the files it compacts (its removes) under its partition predicate (conflict-rules §8.2)")
         return _Plan([part], [], False, True, Bound.EXACT, "removes", why)
     if op in REPLACE_OPS:
-        why.append(f"{op} reads every file (spec §8.2)")
+        why.append(f"{op} reads every file (conflict-rules §8.2)")
         return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
     if op == "ADD CONSTRAINT":
         why.append("ADD CONSTRAINT scans every file to validate it")
         return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
     if op == "ALTER COLUMN" and (rec.tags or {}).get("delta.identity.schemaUpdate") == "true":
-        why.append("SYNC IDENTITY reads the whole table (readWholeTable, spec §4.3)")
+        why.append("SYNC IDENTITY reads the whole table (readWholeTable, conflict-rules §4.3)")
         return _Plan([TRUE_PREDICATE], [], True, True, Bound.EXACT, "all", why)
     if op in METADATA_ONLY_OPS or op.startswith("ALTER") or op.startswith("SET ") or op.startswith("UNSET "):
         why.append(f"{op} reads no data")
@@ -363,7 +363,7 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
                 part = parse_predicate(pred, schema)
             else:
                 part = TRUE_PREDICATE
-            why.append("dynamic partition overwrite: partition ∈ partitions it writes; no read files (spec §4.1, §8.2)")
+            why.append("dynamic partition overwrite: partition ∈ partitions it writes; no read files (conflict-rules §4.1, §8.2)")
             return _Plan([part], [], False, True, Bound.EXACT, "none", why)
         if mode == "overwrite" and replace:
             return split(replace, "replaceWhere")
@@ -376,7 +376,7 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         if rec.is_blind_append is None and rec.has_commit_info:
             why.append("append; the writer did not record isBlindAppend (read set unknown; Spark treats it as not blind)")
             return _Plan([], [], False, False, Bound.UNKNOWN, "none", why)
-        why.append("blind append: reads nothing (spec §4.5)")
+        why.append("blind append: reads nothing (conflict-rules §4.5)")
         return _Plan([], [], False, False, Bound.EXACT, "none", why)
     if rec.is_blind_append:
         why.append(f"{op or 'commit'} recorded isBlindAppend=true: no reads")
@@ -397,23 +397,23 @@ def _eq_sql(col: str, val: str | None, schema: TableSchema) -> str:
 
 
 def _delta_rs_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Plan:
-    """delta-rs records one SQL predicate string and reads by it (spec §9)."""
+    """delta-rs records one SQL predicate string and reads by it (conflict-rules §9)."""
     op = _op(rec)
     params = rec.operation_parameters or {}
     why: list[str] = []
     pred = params.get("predicate") if op in ("WRITE", "DELETE", "UPDATE", "MERGE") else None
     if op == "MERGE" and not pred:
-        why.append("delta-rs MERGE with no derived predicate reads the whole table (spec §9)")
+        why.append("delta-rs MERGE with no derived predicate reads the whole table (conflict-rules §9)")
         return _Plan([TRUE_PREDICATE], [], True, True, Bound.EXACT, "all", why)
     if isinstance(pred, str) and pred.strip():
         p = parse_predicate(pred, schema)
-        why.append("delta-rs records its read predicate verbatim; files read = files matching it by partition values and statistics (spec §9)")
+        why.append("delta-rs records its read predicate verbatim; files read = files matching it by partition values and statistics (conflict-rules §9)")
         return _Plan([p], [], False, True, Bound.EXACT if p.parsed else Bound.UNKNOWN, "delta-rs", why)
     if op in ("OPTIMIZE",):
-        why.append("delta-rs OPTIMIZE: no read predicate (spec §9); the files it compacts are its removes")
+        why.append("delta-rs OPTIMIZE: no read predicate (conflict-rules §9); the files it compacts are its removes")
         return _Plan([], [], False, True, Bound.EXACT, "removes", why)
     if op in ("WRITE", "STREAMING UPDATE") and not write.removes:
-        why.append("delta-rs append: no predicate; delta-rs counts every file of the read snapshot as read (spec §9)")
+        why.append("delta-rs append: no predicate; delta-rs counts every file of the read snapshot as read (conflict-rules §9)")
         return _Plan([], [], False, True, Bound.EXACT, "all", why)
     if op in ("DELETE", "UPDATE", "WRITE"):
         why.append(f"delta-rs {op} without predicate reads every file")
@@ -449,7 +449,7 @@ def build_sets(log: DeltaLog, state: StateIndex, rec: CommitRecord, write: Write
         whole_table=plan.whole_table,
         files=files,
         files_bound=bound,
-        app_ids=set(rec.txn_app_ids),  # spec §4.4: readAppIds ≈ the commit's own txn appIds (E for Spark)
+        app_ids=set(rec.txn_app_ids),  # conflict-rules §4.4: readAppIds ≈ the commit's own txn appIds (E for Spark)
         recorded_read=plan.recorded,
         why="; ".join(plan.why),
         predicate_bound=plan.predicate_bound,
@@ -478,7 +478,7 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
     if plan.files_rule == "delta-rs":
         sel = [f for f in at if may_match_stats(part, f.stats, f.partition_values, schema)]
         return sel, plan.predicate_bound
-    # candidates: partition pruning, then data skipping on file statistics (spec §4.2).
+    # candidates: partition pruning, then data skipping on file statistics (conflict-rules §4.2).
     sel = _partition_matches(part, at, schema)
     data = [parse_predicate(d.sql or d.text, schema) for d in plan.data]
     if data:

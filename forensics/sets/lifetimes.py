@@ -2,7 +2,7 @@
 
 Replaying thousands of concurrency windows must not rebuild a snapshot per readVersion.
 One pass over (base checkpoint + commits) gives each (path, DV id) its [added, removed)
-interval; "files active at R" is then an interval query (spec §12: snapshot_R).
+interval; "files active at R" is then an interval query (conflict-rules §12: snapshot_R).
 """
 
 from __future__ import annotations

@@ -180,9 +180,9 @@ class SetTransaction:
 
 @dataclass
 class CommitInfo:
-    """commitInfo in Jackson declaration order (spec §7.4).
+    """commitInfo in Jackson declaration order (conflict-rules §7.4).
 
-    `operation_parameters` holds the values *as written on disk* (spec §8.1): build them
+    `operation_parameters` holds the values *as written on disk* (conflict-rules §8.1): build them
     with `forensics.synth.opparams` so list parameters become JSON strings holding JSON text.
     """
 

@@ -1,9 +1,9 @@
-"""Concurrency error texts as delta-spark prints them, for the sample incidents (spec §7).
+"""Concurrency error texts as delta-spark prints them, for the sample incidents (conflict-rules §7).
 
-Templates are the verbatim ones of spec §7.1 (≤ v3.1) and §7.2 (v3.2 – v4.0, error classes:
+Templates are the verbatim ones of conflict-rules §7.1 (≤ v3.1) and §7.2 (v3.2 – v4.0, error classes:
 `getMessage` = `[CLASS] ` + formatted template). The "Conflicting commit:" JSON is the
 winner's commitInfo read back from the log, with ≤ v4.0's unquoted operationParameters
-(spec §7.4, forensics.synth.opparams.quirk_commit_info_json). The first line carries the
+(conflict-rules §7.4, forensics.synth.opparams.quirk_commit_info_json). The first line carries the
 exception's class name the way a JVM stack trace prints it (`io.delta.exceptions.X: …`).
 """
 
@@ -47,7 +47,7 @@ _ERROR_CLASS = {
 
 
 def partition_text(partition_values: dict[str, str | None] | None) -> str:
-    """`partition [c1=v1, c2=v2]` or `the root of the table` (spec §7.1)."""
+    """`partition [c1=v1, c2=v2]` or `the root of the table` (conflict-rules §7.1)."""
     if not partition_values:
         return "the root of the table"
     inner = ", ".join(f"{k}={'null' if v is None else v}" for k, v in partition_values.items())

@@ -4,11 +4,11 @@ The mix: mostly blind appends (WRITE mode=Append), MERGE / DELETE / UPDATE rewri
 of one `date` partition, OPTIMIZE compactions (dataChange=false, SnapshotIsolation), rare
 SET TBLPROPERTIES (a metaData action), and a share of commits whose readVersion is stale
 (readVersion < version-1). Every stale commit's window R+1..V-1 is chosen so that the commit
-passes delta-spark 3.2's conflict checks under the isolation level it records (spec §5,
+passes delta-spark 3.2's conflict checks under the isolation level it records (conflict-rules §5,
 §6): a DML on partition p only when no winner added (Serializable: any add; WriteSerializable:
 a non-blind add) or removed files in p; an OPTIMIZE only when no winner removed a file it
 compacts; a blind append only when no winner changed metadata. No window holds a metaData
-change for a stale commit (spec §5.2, any winner metadata aborts in ≤ v4.0).
+change for a stale commit (conflict-rules §5.2, any winner metadata aborts in ≤ v4.0).
 Deterministic for a seed; timestamps and UUIDs come from the seeded RNG.
 """
 
@@ -83,7 +83,7 @@ class _File:
 
 @dataclass
 class _Summary:
-    """What a winner did, for the stale-window checks (spec §3)."""
+    """What a winner did, for the stale-window checks (conflict-rules §3)."""
 
     blind_add: frozenset[int]
     other_add: frozenset[int]
@@ -99,7 +99,7 @@ class _Generator:
         self.writer = SparkLogWriter(out, engine_info=cfg.engine_info)
         self.writer.keep_lines = False
         self.databricks = cfg.engine_info.startswith("Databricks-Runtime/")
-        # spec §2.1: OSS accepts only Serializable; Databricks defaults to WriteSerializable.
+        # conflict-rules §2.1: OSS accepts only Serializable; Databricks defaults to WriteSerializable.
         self.level = "WriteSerializable" if self.databricks else "Serializable"
         self.dates = [(date(2024, 1, 1) + timedelta(days=i)).isoformat() for i in range(cfg.partitions)]
         self.parts: list[dict[str, _File]] = [dict() for _ in range(cfg.partitions)]
@@ -192,7 +192,7 @@ class _Generator:
                 return p
             if self.level == "Serializable":
                 ok = self._window_ok(read_version, version, lambda s: p not in s.blind_add and p not in s.other_add and p not in s.removed and not s.metadata)
-            else:  # WriteSerializable: blind appends in p do not conflict (spec §5.6 step 1)
+            else:  # WriteSerializable: blind appends in p do not conflict (conflict-rules §5.6 step 1)
                 ok = self._window_ok(read_version, version, lambda s: p not in s.other_add and p not in s.removed and not s.metadata)
             if ok:
                 return p
@@ -260,7 +260,7 @@ class _Generator:
         cands = [p for p in range(self.cfg.partitions) if sum(1 for f in self.parts[p].values() if f.version <= read_version) >= 2]
         self.rng.shuffle(cands)
         for p in cands:
-            # SnapshotIsolation: only a winner removing a compacted file conflicts (spec §5.7, §5.8)
+            # SnapshotIsolation: only a winner removing a compacted file conflicts (conflict-rules §5.7, §5.8)
             if not stale or self._window_ok(read_version, version, lambda s: p not in s.removed and not s.metadata):
                 return p
         return None
@@ -280,7 +280,7 @@ class _Generator:
                    "numDeletionVectorsRemoved": "0", "minFileSize": str(out.add.size), "numAddedFiles": "1",
                    "maxFileSize": str(out.add.size), "p75FileSize": str(out.add.size), "p50FileSize": str(out.add.size),
                    "numAddedBytes": str(out.add.size)}
-        # spec §2.1: all file actions dataChange=false ⇒ downgraded to SnapshotIsolation
+        # conflict-rules §2.1: all file actions dataChange=false ⇒ downgraded to SnapshotIsolation
         ci = self._commit_info("OPTIMIZE", P.optimize_params([cond]), read_version, "SnapshotIsolation", False, metrics)
         self.ops["OPTIMIZE"] += 1
         return [ci, out.add, *removes], _Summary(frozenset(), frozenset([p]), frozenset([p]), False)

@@ -1,7 +1,7 @@
 """Sample incidents (a)–(e), assembled in delta-spark's on-disk format.
 
 Each builder writes `<dir>/table/` (log + tiny real Parquet files) and, where the engine
-would have printed one, `<dir>/error.txt` (spec §7 template of the writer's release). The
+would have printed one, `<dir>/error.txt` (conflict-rules §7 template of the writer's release). The
 commits that landed are exactly what delta-spark would write; the aborted transaction is
 represented only by what it leaves behind: its data files (Spark writes data before it
 commits, so they stay as orphans) and its error text. Timestamps and UUIDs are seeded.
@@ -93,7 +93,7 @@ def a_merge_partitions(out: Path) -> Incident:
     t.append([g2], 1)
     read = 2
     # Both MERGE jobs read version 2. Condition `t.id = s.id`: no partition literal, so
-    # the read predicate is TRUE (spec §4.1) and each job "read the whole table".
+    # the read predicate is TRUE (conflict-rules §4.1) and each job "read the whole table".
     t.tick(4_000)
     cond_b = P.eq(t.attr["id"], P.Attr("id", t.ids.take(), "long"))
     # Job A (updates rows of date=2024-06-18) writes its output first, then loses.
@@ -106,7 +106,7 @@ def a_merge_partitions(out: Path) -> Incident:
     w = t.commit("MERGE", P.merge_params(cond_b), [rem, b_out], read,
                  metrics=merge_metrics([g2], [b_out], copied=10, updated=10, inserted=1))
     # Job A tries version 3, finds it taken, checks it: the winner added a file in
-    # date=2024-06-19, which matches A's TRUE read predicate (Serializable; spec §5.6).
+    # date=2024-06-19, which matches A's TRUE read predicate (Serializable; conflict-rules §5.6).
     error = delta_spark_message(
         "ConcurrentAppendException", t.writer.commit_info_line(w), release="3.2", partition_values={"date": d2}
     )
@@ -154,7 +154,7 @@ def b_writeserializable_reorder(out: Path) -> Incident:
     ins = t.data_file(days[1], list(range(95, 105)), status="cancelled")
     t.append([ins], read)
     # The DELETE commits at R+2 = 3 with readVersion 1. Its winner (v2) is a blind append
-    # and the DELETE is WriteSerializable: v2's file is not a candidate (spec §5.6 step 1,
+    # and the DELETE is WriteSerializable: v2's file is not a candidate (conflict-rules §5.6 step 1,
     # §6), so the commit passes and v2's cancelled rows survive: the DELETE is serialised
     # before the INSERT although it landed after it.
     t.tick(95_000)
@@ -187,7 +187,7 @@ def c_optimize_vs_delete(out: Path) -> Incident:
         small.append(f)
         t.append([f], k)
     read = 4
-    # OPTIMIZE WHERE date = '2024-07-01' reads v4: files f1..f4 (trackFilesRead, spec §8.2)
+    # OPTIMIZE WHERE date = '2024-07-01' reads v4: files f1..f4 (trackFilesRead, conflict-rules §8.2)
     t.tick(2_000)
     opt_pred = P.eq(t.attr["date"], day)
     t.tick(14_000)
@@ -202,8 +202,8 @@ def c_optimize_vs_delete(out: Path) -> Incident:
     w = t.commit("DELETE", P.delete_params([del_pred]), [victim.remove(t.now - 700), rewritten], read,
                  metrics=dml_metrics([victim], [rewritten], copied=len(keep), changed=1, op="DELETE"))
     # OPTIMIZE tries v5: SnapshotIsolation skips the append check, but v5 removed f2,
-    # which OPTIMIZE read ⇒ ConcurrentDeleteReadException (spec §5.7). Its command-level
-    # retry gives up because f2 no longer exists (spec §1 item 6).
+    # which OPTIMIZE read ⇒ ConcurrentDeleteReadException (conflict-rules §5.7). Its command-level
+    # retry gives up because f2 no longer exists (conflict-rules §1 item 6).
     t.tick(9_500)
     error = delta_spark_message(
         "ConcurrentDeleteReadException", t.writer.commit_info_line(w), release="3.2",
@@ -252,7 +252,7 @@ def d_alter_table(out: Path) -> Incident:
     col = {"name": "discount", "type": "double", "nullable": True, "metadata": {}}
     t.extra_columns.append(("discount", "double"))
     w = t.commit("ADD COLUMNS", P.add_columns_params([col]), [t.metadata()], read, blind=True, metrics={})
-    # The MERGE tries v2: any winning metaData aborts it (≤ v4.0 checkNoMetadataUpdates, spec §5.2).
+    # The MERGE tries v2: any winning metaData aborts it (≤ v4.0 checkNoMetadataUpdates, conflict-rules §5.2).
     t.tick(12_500)
     error = delta_spark_message("MetadataChangedException", t.writer.commit_info_line(w), release="3.3")
     # The re-run MERGE reads v2 (new schema) and lands at v3.
@@ -302,7 +302,7 @@ def e_streaming_shared_checkpoint(out: Path) -> Incident:
     orphan = t.data_file(day, list(range(900, 908)))
     t.tick(700)
     w = batch(3, v)
-    # The second finds v4 taken; v4's txn appId is in its readAppIds ⇒ ConcurrentTransactionException (spec §5.4).
+    # The second finds v4 taken; v4's txn appId is in its readAppIds ⇒ ConcurrentTransactionException (conflict-rules §5.4).
     t.tick(400)
     error = delta_spark_message("ConcurrentTransactionException", t.writer.commit_info_line(w), release="4.0")
     t.tick(60_000)

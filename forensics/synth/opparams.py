@@ -1,11 +1,11 @@
-"""operationParameters exactly as delta-spark writes them to disk (spec §8.1).
+"""operationParameters exactly as delta-spark writes them to disk (conflict-rules §8.1).
 
 Each parameter value is JSON-encoded in memory and written raw, so on disk a string
 parameter is a JSON string, a boolean is raw JSON, and list-valued parameters (DELETE /
 UPDATE / MERGE / OPTIMIZE `predicate`, MERGE clause lists, `partitionBy`, `zOrderBy`) are
 JSON *strings holding JSON text*. Predicates are Catalyst `simpleString`s: attribute
 references carry expression ids (`id#480L`), binary operators are parenthesised, string and
-date literals are printed unquoted (delta-spark ≥2.4; spec §8.1).
+date literals are printed unquoted (delta-spark ≥2.4; conflict-rules §8.1).
 Models delta-spark 3.2 – 4.0 (DeltaOperations.scala); key order follows the real commits
 in ../shared/corpus (golden-basic-with-inserts-merge, golden-commit-info-containing-…).
 """
@@ -63,7 +63,7 @@ def json_list(items: list[Any]) -> str:
 
 
 def write_params(mode: str = "Append", partition_by: list[str] | None = None, predicate: str | None = None) -> dict[str, Any]:
-    # spec §8.1 WRITE: mode, partitionBy (JSON text), predicate = the raw replaceWhere text
+    # conflict-rules §8.1 WRITE: mode, partitionBy (JSON text), predicate = the raw replaceWhere text
     d: dict[str, Any] = {"mode": mode}
     if partition_by is not None:
         d["partitionBy"] = json_list(partition_by)
@@ -86,7 +86,7 @@ def merge_params(
     not_matched: list[dict[str, str]] | None = None,
     not_matched_by_source: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
-    # spec §8.1 MERGE: clause lists are JSON text of [{"predicate"?, "actionType"}]
+    # conflict-rules §8.1 MERGE: clause lists are JSON text of [{"predicate"?, "actionType"}]
     return {
         "predicate": json_list([condition]),
         "matchedPredicates": json_list(matched if matched is not None else [{"actionType": "update"}]),
@@ -113,7 +113,7 @@ def streaming_update_params(query_id: str, epoch_id: int, output_mode: str = "Ap
 
 
 def quirk_commit_info_json(commit_info_line: str) -> str:
-    """The winner's commitInfo as delta-spark ≤4.0 prints it in "Conflicting commit:" (spec §7.4).
+    """The winner's commitInfo as delta-spark ≤4.0 prints it in "Conflicting commit:" (conflict-rules §7.4).
 
     The conflict checker reads the winner's commitInfo back from the log; before v4.1 the
     operationParameters map lost one level of encoding on that read and Jackson then writes

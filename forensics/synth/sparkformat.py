@@ -8,7 +8,7 @@ checked against real commits in ../shared/corpus/tables:
     the order the caller gives (delta-spark ≥2.x puts commitInfo first; CTAS samples show
     metaData before protocol);
   * keys in Jackson declaration order, None fields omitted (forensics.synth.actions);
-  * operationParameters in their on-disk encoding (forensics.synth.opparams, spec §8.1);
+  * operationParameters in their on-disk encoding (forensics.synth.opparams, conflict-rules §8.1);
   * classic Parquet checkpoints + `_last_checkpoint` with checksum (forensics.synth.checkpoint).
 The writer keeps the table state (active files, tombstones, txns) so it can checkpoint.
 """
