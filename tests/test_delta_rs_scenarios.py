@@ -21,7 +21,7 @@ from deltalake.exceptions import CommitFailedError  # noqa: E402
 from forensics.log.delta_log import DeltaLog  # noqa: E402
 from forensics.replay.whatif import WhatIfRequest, whatif  # noqa: E402
 
-# delta-rs CommitConflictError texts (spec §7.5), mapped to Delta's class names independently of
+# delta-rs CommitConflictError texts (conflict-rules §7.5), mapped to Delta's class names independently of
 # forensics.errortext, so a bug there cannot hide one here.
 DELTA_RS_TEXTS = {
     "a concurrent transactions added new data": "ConcurrentAppendException",

@@ -1,4 +1,4 @@
-"""forensics.errortext: real error texts (corpus/errors), texts built from the spec §7 templates
+"""forensics.errortext: real error texts (corpus/errors), texts built from the conflict-rules §7 templates
 with real commitInfo from corpus tables, real delta-rs conflicts, Spark event logs, and
 property tests that the readers never raise."""
 
@@ -170,7 +170,7 @@ def test_corpus_json_quirks(shared_dir):
 
 
 # ----------------------------------------------------------------------------------------------
-# Texts built from the spec §7 templates with real commitInfo from a corpus table
+# Texts built from the conflict-rules §7 templates with real commitInfo from a corpus table
 # ----------------------------------------------------------------------------------------------
 
 
@@ -185,7 +185,7 @@ def _commit_info(shared_dir, table: str, version: int) -> tuple[dict, str]:
 
 
 def _printed_le40(ci: dict) -> str:
-    """How delta-spark <= 4.0 prints a winner's commitInfo (spec §7.4): Jackson JSON whose
+    """How delta-spark <= 4.0 prints a winner's commitInfo (conflict-rules §7.4): Jackson JSON whose
     operationParameters values are written raw (one level of encoding lost)."""
     parts = []
     for k, v in ci.items():
@@ -230,7 +230,7 @@ def _assert_winner_matches(w, ci: dict, *, txn: bool = True):
 
 
 def test_le31_plain_append_with_partition_and_json(update_ci):
-    # spec §7.1: base message + "\nConflicting commit: " + JSON + "\nRefer to ... for more details."
+    # conflict-rules §7.1: base message + "\nConflicting commit: " + JSON + "\nRefer to ... for more details."
     text = ("io.delta.exceptions.ConcurrentAppendException: Files were added to partition "
             "[date=2024-01-01, region=null] by a concurrent update. Please try the operation again.\n"
             f"Conflicting commit: {_printed_le40(update_ci)}\nRefer to {DOCS} for more details.")
@@ -256,7 +256,7 @@ def test_le40_json_is_complete_when_only_unquoted(shared_dir):
 
 
 def test_v32_delete_read_with_txn_and_without(update_ci):
-    # spec §7.2 template; <file> for DeleteRead = "<path> in <partition>"
+    # conflict-rules §7.2 template; <file> for DeleteRead = "<path> in <partition>"
     path = "date=2024-01-01/part-00000-6dfaec75-bd45-4fd6-b20f-7d58c9341479-c000.snappy.parquet"
     base = ("[DELTA_CONCURRENT_DELETE_READ] ConcurrentDeleteReadException: This transaction attempted to read one "
             f"or more files that were deleted (for example {path} in partition [date=2024-01-01]) by a concurrent "
@@ -275,7 +275,7 @@ def test_v32_delete_read_with_txn_and_without(update_ci):
 
 
 def test_v41_subclass_with_partition_hint_names_winner_version():
-    # spec §7.3: "[<CLASS>.<SUB>] <main> <sub>"
+    # conflict-rules §7.3: "[<CLASS>.<SUB>] <main> <sub>"
     text = ("io.delta.exceptions.ConcurrentAppendException: [DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT] "
             "Transaction conflict detected. a concurrent MERGE added data to table spark_catalog.default.events "
             "committed at version 12. The concurrent operation modified data in the partition "
@@ -392,7 +392,7 @@ def test_odbc_repr_with_escaped_newlines(update_ci):
 
 
 def test_upgrade_retry_message_and_other_spark_exceptions():
-    # spec §7.1 retryMsg variant
+    # conflict-rules §7.1 retryMsg variant
     r = parse_error_text("io.delta.exceptions.ConcurrentAppendException: Files were added to the root of the table "
                          "by a concurrent update. Upgrading all your concurrent writers to use the latest Delta Lake "
                          "may avoid this error. Please upgrade and then retry this operation again.")
@@ -407,11 +407,11 @@ def test_upgrade_retry_message_and_other_spark_exceptions():
                          "using the same checkpoint to write into this table. Did you run multiple instances of the "
                          "same streaming query at the same time?")
     assert (r.exception, r.rule) == ("ConcurrentTransactionException", "txn")
-    # spec §5.3: plain message
+    # conflict-rules §5.3: plain message
     r = parse_error_text("io.delta.exceptions.ConcurrentTransactionException: A conflicting metadata domain "
                          "delta.clustering is added.")
     assert (r.exception, r.rule, r.details["domain"]) == ("ConcurrentTransactionException", "domain", "delta.clustering")
-    # spec §7.2: v3.2+ ProtocolChanged has no "Please try the operation again."
+    # conflict-rules §7.2: v3.2+ ProtocolChanged has no "Please try the operation again."
     r = parse_error_text("[DELTA_PROTOCOL_CHANGED] ProtocolChangedException: The protocol version of the Delta table "
                          "has been changed by a concurrent update. \nRefer to " + DOCS + " for more details.")
     assert (r.exception, r.empty_directory, r.family) == ("ProtocolChangedException", False, "delta-spark-3.2-4.0")
@@ -429,7 +429,7 @@ def test_max_commit_retries_exceeded():
 
 
 # ----------------------------------------------------------------------------------------------
-# delta-rs (spec §7.5): real conflicts raised by the deltalake engine, plus templates
+# delta-rs (conflict-rules §7.5): real conflicts raised by the deltalake engine, plus templates
 # ----------------------------------------------------------------------------------------------
 
 
@@ -495,7 +495,7 @@ def test_delta_rs_templates():
 
 
 # ----------------------------------------------------------------------------------------------
-# Delta Kernel (spec §7.6, §10)
+# Delta Kernel (conflict-rules §7.6, §10)
 # ----------------------------------------------------------------------------------------------
 
 

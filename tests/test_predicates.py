@@ -45,7 +45,7 @@ def sql(text: str, schema: TableSchema | None = None) -> str | None:
     return parse_predicate(text, schema).sql
 
 
-# ---- operationParameters decoding (spec §8.1) -----------------------------------------------------
+# ---- operationParameters decoding (conflict-rules §8.1) -----------------------------------------------------
 
 
 def test_decode_param_decodes_json_text_once():
@@ -248,7 +248,7 @@ def test_conjuncts_split_top_level_and_only():
     assert conjuncts(TRUE_PREDICATE) == [TRUE_PREDICATE]
 
 
-# ---- partition vs data (spec §4.1) -----------------------------------------------------------------
+# ---- partition vs data (conflict-rules §4.1) -----------------------------------------------------------------
 
 
 def test_mixed_or_is_a_data_filter():
@@ -284,7 +284,7 @@ def test_unpartitioned_table_everything_with_refs_is_data():
     assert part is TRUE_PREDICATE and [d.sql for d in data] == ["id < 50"]
 
 
-# ---- MERGE target-only conjuncts (spec §8.2) -----------------------------------------------------
+# ---- MERGE target-only conjuncts (conflict-rules §8.2) -----------------------------------------------------
 
 
 def test_target_only_by_alias():
@@ -336,7 +336,7 @@ def test_rewrite_with_partition_literal():
     assert out.startswith("()) AND") and "x\\'y" in out
 
 
-# ---- evaluation on partition values (spec §5.6 c/d) ----------------------------------------------
+# ---- evaluation on partition values (conflict-rules §5.6 c/d) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -417,7 +417,7 @@ def test_unparsed_and_truncated_match_conservatively():
     assert matches_partition(ParsedPredicate(text="x", sql=None, error="boom"), {}, SPEC)
 
 
-# ---- delta-rs style stats skipping (spec §9) -------------------------------------------------------
+# ---- delta-rs style stats skipping (conflict-rules §9) -------------------------------------------------------
 
 STATS = json.dumps({"numRecords": 10, "minValues": {"value": 1, "name": "b"}, "maxValues": {"value": 4, "name": "d"}, "nullCount": {"value": 0, "name": 3}})
 
@@ -500,7 +500,7 @@ def test_corpus_every_recorded_predicate_parses(shared_dir):
 
 def test_corpus_removed_files_satisfy_their_commit_predicate(shared_dir):
     """A DELETE/UPDATE removed only files it read: each removed file must match the partition
-    part of its predicate (spec §5.6 c) and survive stats skipping on its AddFile's stats (§9)."""
+    part of its predicate (conflict-rules §5.6 c) and survive stats skipping on its AddFile's stats (§9)."""
     checked_partition = checked_stats = 0
     for table in sorted((shared_dir / "corpus" / "tables").iterdir()):
         schema, live = None, {}

@@ -570,7 +570,7 @@ def test_listing_classifies_any_names(tmp_path_factory, names):
 def test_params_decoding_never_raises(value):
     decoded = decode_parameters({"p": value, "j": json.dumps(value)})
     assert set(decoded) == {"p", "j"}
-    # list/object parameters written as JSON text decode back to the value (spec §8.1)
+    # list/object parameters written as JSON text decode back to the value (conflict-rules §8.1)
     if isinstance(value, (list, dict)):
         assert decoded["j"] == value
     decode_value(value)

@@ -1,4 +1,4 @@
-"""Unit tests of the conflict rule profiles (spec §2, §4.5, §5, §6, §7, §9, §10, §11).
+"""Unit tests of the conflict rule profiles (conflict-rules §2, §4.5, §5, §6, §7, §9, §10, §11).
 
 Each test builds a transaction and winning commits by hand and asserts the verdict the spec
 prescribes for the modelled engine/release; message tests compare with the spec's
@@ -147,7 +147,7 @@ def test_window_stops_at_first_abort():
     assert {c.winner_version for c in r.checks} == {1}
 
 
-# ---- isolation and reorders (spec §6) ---------------------------------------------------------
+# ---- isolation and reorders (conflict-rules §6) ---------------------------------------------------------
 
 
 def test_write_serializable_forgives_blind_append_and_reports_reorder():
@@ -234,7 +234,7 @@ def test_delta_rs_isolation_downgrade_quirk():
     assert delta_rs_isolation_level(empty, None, "Serializable") == "Serializable"
 
 
-# ---- metadata by release (spec §5.2) --------------------------------------------------------------
+# ---- metadata by release (conflict-rules §5.2) --------------------------------------------------------------
 
 
 def _dv_enablement(v: int) -> WinningCommit:
@@ -282,7 +282,7 @@ def test_protocol_feature_drop_and_both_change():
         "ProtocolChangedException"
 
 
-# ---- delta-rs (spec §9) ------------------------------------------------------------------------
+# ---- delta-rs (conflict-rules §9) ------------------------------------------------------------------------
 
 
 def test_delta_rs_no_predicate_reads_every_file_and_ignores_appends():
@@ -314,7 +314,7 @@ def test_delta_rs_app_ids_are_own_txn_actions():
     assert check_window(t, [win(1, app_txns={"s1": 1})], P("delta-spark-4.1+")).verdict == "commit"  # read none
 
 
-# ---- Kernel (spec §10) ----------------------------------------------------------------------------
+# ---- Kernel (conflict-rules §10) ----------------------------------------------------------------------------
 
 
 def test_kernel_only_metadata_protocol_txn_delete_delete():
@@ -331,7 +331,7 @@ def test_kernel_only_metadata_protocol_txn_delete_delete():
     assert [c.check for c in check_window(t, [win(1)], k).checks] == list(k.order)
 
 
-# ---- Databricks row-level concurrency (spec §11, inferred) ------------------------------------------
+# ---- Databricks row-level concurrency (conflict-rules §11, inferred) ------------------------------------------
 
 
 def test_databricks_row_level_concurrency_only_on_unpartitioned_dv_tables():
@@ -347,7 +347,7 @@ def test_databricks_row_level_concurrency_only_on_unpartitioned_dv_tables():
     assert check_window(no_dv, w, P("databricks")).verdict == "abort"
 
 
-# ---- messages (spec §7) --------------------------------------------------------------------------------
+# ---- messages (conflict-rules §7) --------------------------------------------------------------------------------
 
 
 def test_partition_hint_formats():

@@ -111,7 +111,7 @@ def test_aborted_attempts_leave_orphans(sample_logs, name):
 def test_spark_error_texts_name_the_real_winner(sample_logs, name):
     text = (sample_logs / name / "error.txt").read_text(encoding="utf-8")
     exc = INCIDENTS[name][1]
-    assert text.startswith(f"io.delta.exceptions.{exc}: [DELTA_")  # spec §7.2 error-class form
+    assert text.startswith(f"io.delta.exceptions.{exc}: [DELTA_")  # conflict-rules §7.2 error-class form
     m = re.search(r"\nConflicting commit: (\{.*\})\nRefer to https://docs\.delta\.io/latest/concurrency-control\.html", text)
     assert m
     js = m.group(1)
@@ -119,7 +119,7 @@ def test_spark_error_texts_name_the_real_winner(sample_logs, name):
     table = sample_logs / name / "table"
     w, actions = _by_txn(table, txn)
     ci = actions[0]["commitInfo"]
-    # ≤4.0 quirk (spec §7.4): parameters written raw, rest as on disk, no version key
+    # ≤4.0 quirk (conflict-rules §7.4): parameters written raw, rest as on disk, no version key
     raw_params = ",".join(f"{json.dumps(k)}:{v if isinstance(v, str) else json.dumps(v)}"
                           for k, v in ci["operationParameters"].items())
     assert f'"operationParameters":{{{raw_params}}}' in js and '"version"' not in js

@@ -77,7 +77,7 @@ def test_blind_append_reads_nothing_and_optimize_reads_its_removes(spark_table, 
 def test_data_predicate_delete_reads_true_and_a_superset(spark_table, spark):
     _, state, sets = _sets(spark_table)
     s = sets[4]
-    assert s.read.partition_predicates == ["TRUE"]  # spec §4.1: a data filter makes the partition part TRUE
+    assert s.read.partition_predicates == ["TRUE"]  # conflict-rules §4.1: a data filter makes the partition part TRUE
     assert s.read.data_predicates == ["id = 20"]
     assert s.read.files_bound == Bound.SUPERSET
     removed = {f.path for f in s.write.removes}

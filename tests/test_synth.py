@@ -132,11 +132,11 @@ def test_stale_share_and_windows_obey_conflict_rules(synth_log, synth_ws):
             ci = commits[v][0]["commitInfo"]
             r = ci["readVersion"]
             window = commits[r + 1 : v]
-            assert not any("metaData" in a for w in window for a in w), f"v{v}: metadata winner aborts (spec §5.2)"
+            assert not any("metaData" in a for w in window for a in w), f"v{v}: metadata winner aborts (conflict-rules §5.2)"
             removes = [a["remove"]["path"] for a in commits[v] if "remove" in a]
             assert set(removes) <= active_at[r], f"v{v} removes files not in its snapshot"
             win_removed = {a["remove"]["path"] for w in window for a in w if "remove" in a}
-            assert not set(removes) & win_removed, f"v{v}: delete-read/delete-delete (spec §5.7/5.8)"
+            assert not set(removes) & win_removed, f"v{v}: delete-read/delete-delete (conflict-rules §5.7/5.8)"
             op = ci["operation"]
             if op in ("DELETE", "UPDATE", "MERGE"):
                 m = re.search(r"date#\d+ = (\d{4}-\d\d-\d\d)", ci["operationParameters"]["predicate"])
