@@ -7,6 +7,7 @@ Everything here is plain data: no Spark, no I/O.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, get_args
@@ -395,3 +396,12 @@ def operation_class(operation: str | None, params: dict[str, Any] | None = None)
     if op in METADATA_ONLY_OPS or op in REPLACE_OPS or op.startswith(("ALTER", "SET ", "UNSET ", "CREATE", "REPLACE")):
         return "METADATA"
     return "OTHER"
+
+
+_DELTA_LAKE_RELEASE = re.compile(r"Delta-Lake/(\d+)\.(\d+)")
+
+
+def delta_release(engine_info: str | None) -> tuple[int, int] | None:
+    """The delta-spark release an engineInfo names (`Delta-Lake/3.2.0` -> (3, 2)); None when it names none."""
+    m = _DELTA_LAKE_RELEASE.search(engine_info or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None

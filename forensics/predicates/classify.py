@@ -14,8 +14,10 @@ from forensics.predicates.parse import (
     column_refs,
     conjuncts,
     from_expression,
+    or_all,
     schema_key,
     split_and,
+    to_sql,
 )
 from forensics.predicates.parsed import TRUE_PREDICATE, ParsedPredicate
 from forensics.log.schema import TableSchema
@@ -261,3 +263,44 @@ def _suffix_long(refs: list[exp.Column], low: str, eid: int) -> bool:
         if c.name.lower() == low and c.meta.get("expr_id") == eid:
             return bool(c.meta.get("long"))
     return False
+
+
+def merge_read_filters(
+    condition: ParsedPredicate,
+    matched: list[ParsedPredicate | None],
+    schema: TableSchema,
+    *,
+    matched_only: bool,
+    narrows_by_clause: bool,
+) -> tuple[list[ParsedPredicate], str]:
+    """The filters a delta-spark MERGE hands to `filterFiles` (conflict-rules §4.7, §8.2).
+
+    `MergeIntoCommandBase.getTargetOnlyPredicates`: the ON condition's target-only conjuncts; on
+    releases that narrow by clause (3.0+) and when every clause is WHEN MATCHED, also the OR over
+    the matched clauses of each clause's target-only conjuncts (a clause without a condition, or
+    with no target-only conjunct, contributes TRUE, which makes the OR TRUE and adds nothing).
+    `matched` holds each WHEN MATCHED clause's condition (None: the clause has none). The caller
+    splits the result conjunct by conjunct, without pulling partition terms out of an OR.
+    """
+    target, why = target_only_conjuncts(condition, schema)
+    notes = [why] if why else []
+    if not (narrows_by_clause and matched_only and matched):
+        if matched and not narrows_by_clause:
+            notes.append("this release does not narrow the read by WHEN MATCHED conditions (before delta-spark 3.0)")
+        return target, "; ".join(notes)
+    tq, _ = infer_target_alias(condition)
+    per_clause: list[ParsedPredicate] = []
+    for clause in matched:
+        if clause is None or clause._expr is None or clause.truncated:
+            notes.append("a WHEN MATCHED clause without a usable condition makes the clause filter TRUE")
+            return target, "; ".join(notes)
+        own, _ = target_only_conjuncts(clause, schema, tq)
+        if not own:
+            notes.append("a WHEN MATCHED condition with no target-only term makes the clause filter TRUE")
+            return target, "; ".join(notes)
+        per_clause.append(own[0] if len(own) == 1 else from_expression(and_all(own), False, schema_key(schema)))
+    either = or_all(per_clause, schema_key(schema))
+    if either is None:
+        return target, "; ".join(notes)
+    notes.append(f"only WHEN MATCHED clauses: their target-only conditions are read too ({to_sql(either)})")
+    return [*target, either], "; ".join(notes)

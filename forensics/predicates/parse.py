@@ -383,6 +383,21 @@ def and_all(preds: list[ParsedPredicate]) -> Any:
     return out
 
 
+def or_all(preds: list[ParsedPredicate], key: SchemaKey = None) -> ParsedPredicate | None:
+    """OR of parsed predicates as one predicate (Catalyst `reduceOption(Or)`); None for an empty list."""
+    trees = [p._expr.copy() for p in preds if p._expr is not None]
+    if not trees or len(trees) != len(preds):
+        return None
+    out = trees[0]
+    for t in trees[1:]:
+        out = exp.Or(this=_wrap_and(out), expression=_wrap_and(t))
+    return from_expression(out, any(p.truncated for p in preds), key)
+
+
+def _wrap_and(t: exp.Expression) -> exp.Expression:
+    return exp.Paren(this=t) if isinstance(t, (exp.And, exp.Or)) else t
+
+
 def _wrap(t: exp.Expression) -> exp.Expression:
     return exp.Paren(this=t) if isinstance(t, exp.Or) else t
 

@@ -76,7 +76,7 @@ def check_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:
         if ok and md.is_rt_enablement_only(w):
             st.metadata = w.metadata
         return _ok(name, w, why) if ok else _fail(name, w, exc, why)
-    ok, why = md.resolve_41(st.metadata_changed, st.metadata, w, st.protocol)  # T.metadata, possibly adopted
+    ok, why = md.resolve_41(st.metadata_changed, st.metadata, w, st.protocol, st.profile.release)  # T.metadata, possibly adopted
     if ok:
         if not md.is_identity_only(w):
             st.metadata = w.metadata  # conflict-rules §5.2.6: T.metadata := w.metadata

@@ -53,9 +53,29 @@ def _is_true(v: Any) -> bool:
     return str(v).lower() == "true"
 
 
+# `ConflictChecker.metadataConfigurationChangeAllowList` as each delta-spark release ships it
+# (conflict-rules §5.2.4; delta-io/delta tags v4.1.0, v4.2.0, v4.3.0, v4.4.0).
+_ALLOW_41 = frozenset({"delta.enableRowTracking", *RT_MATERIALIZED_KEYS, "delta.columnMapping.mode",
+                       "delta.columnMapping.maxColumnId", "delta.enableDeletionVectors"})
+_ALLOW_43 = _ALLOW_41 | {"delta.checkpointPolicy", "delta.enableInCommitTimestamps",
+                         "delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp"}
+_ALLOW_44 = _ALLOW_43 | {"io.unitycatalog.tableId"}
+
+
+def allow_list(release: tuple[int, int]) -> frozenset[str]:
+    """The configuration keys a v4.1+ release can reconcile: 4.1 = 4.2 < 4.3 < 4.4 (and later)."""
+    if release >= (4, 4):
+        return _ALLOW_44
+    if release >= (4, 3):
+        return _ALLOW_43
+    return _ALLOW_41
+
+
 def _validate_key(key: str, old: str | None, new: str, winner_cfg: dict[str, str],
-                  protocol: Protocol | None) -> str | None:
+                  protocol: Protocol | None, release: tuple[int, int]) -> str | None:
     """None if the change of one configuration key is resolvable, else the reason (conflict-rules §5.2.4)."""
+    if key not in allow_list(release):
+        return f"{key} is not on the allow-list of delta-spark {release[0]}.{release[1]}"
     if key == "delta.enableRowTracking":
         if not _is_true(new):
             return f"{key} may only change to true"
@@ -83,9 +103,10 @@ def _validate_key(key: str, old: str | None, new: str, winner_cfg: dict[str, str
     if key in ("delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp"):
         return None if old is None else f"{key} may only be newly added"
     if key == "io.unitycatalog.tableId":
-        if old is not None:
-            return f"{key} may only be newly added"
-        return None if supports(protocol, "catalogOwned") else "protocol does not support catalogOwned"
+        # Validated only on catalog-managed tables; elsewhere the key passes unchecked (v4.4.0).
+        if supports(protocol, "catalogOwned") and old is not None:
+            return f"{key} may only be newly added on a catalog-managed table"
+        return None
     return f"{key} is not on the allow-list"
 
 
@@ -113,8 +134,8 @@ def _schema_change_ok(old: str | None, new: str | None, old_mode: str, new_mode:
 
 
 def resolve_41(txn_metadata_changed: bool, read_md: Metadata | None, w: WinningCommit,
-               protocol_after: Protocol | None) -> tuple[bool, str]:
-    """delta-spark v4.1+ attemptToResolveMetadataConflicts (conflict-rules §5.2): (accepted, reason)."""
+               protocol_after: Protocol | None, release: tuple[int, int] = (4, 4)) -> tuple[bool, str]:
+    """delta-spark v4.1+ attemptToResolveMetadataConflicts (conflict-rules §5.2), for one release: (accepted, reason)."""
     if txn_metadata_changed:
         return False, "both this transaction and the winner change metadata (no merging)"
     if is_identity_only(w):
@@ -132,7 +153,7 @@ def resolve_41(txn_metadata_changed: bool, read_md: Metadata | None, w: WinningC
         return False, f"winner removed configuration key {removed[0]}"
     changed = sorted(k for k in new if old.get(k) != new[k])
     for k in changed:
-        why = _validate_key(k, old.get(k), new[k], new, protocol_after)
+        why = _validate_key(k, old.get(k), new[k], new, protocol_after, release)
         if why:
             return False, why
     why = _schema_change_ok(read_md.schema_string, wm.schema_string,

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from forensics.model import delta_release
+
 Engine = Literal["delta-spark", "databricks", "delta-rs", "kernel"]
 MessageStyle = Literal["plain", "error_class", "subclassed", "delta-rs", "kernel"]
 
@@ -168,7 +170,6 @@ def get_profile(name: str) -> Profile:
     return p
 
 
-_DELTA_LAKE = re.compile(r"Delta-Lake/(\d+)\.(\d+)")
 _DBR = re.compile(r"Databricks-Runtime/(\d+)\.(\d+)")
 
 
@@ -196,9 +197,9 @@ def profile_for_engine_info(engine_info: str | None, commit_info_present: bool =
             p = replace(p, message_style="plain")
         return p, (f"inferred: engineInfo {ei!r} is {rel}; Databricks source is not public, so the "
                    "OSS rules plus the documented Databricks differences are used")
-    m = _DELTA_LAKE.search(ei)
-    if m:
-        major, minor = int(m.group(1)), int(m.group(2))
+    rel = delta_release(ei)
+    if rel:
+        major, minor = rel
         p = _with_release(_BASE[_spark_band_for(major, minor)], major, minor)
         return p, f"exact: engineInfo {ei!r} names Delta Lake {major}.{minor}, rules of {p.band}"
     if ei.startswith("delta-rs"):

@@ -18,17 +18,17 @@ from forensics.sets.lifetimes import FileLifetimes
 from forensics.log.file_actions import file_actions
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
-from forensics.model import COMMIT_LARGE_OPS, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
+from forensics.model import COMMIT_LARGE_OPS, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
 from forensics.predicates import (
     TRUE_PREDICATE,
     ParsedPredicate,
     conjuncts,
     may_match_stats,
+    merge_read_filters,
     matches_partition,
     parse_predicate,
     predicate_strings,
     split_partition_and_data,
-    target_only_conjuncts,
     to_sql,
 )
 from forensics.log.schema import TableSchema
@@ -313,11 +313,18 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
             why.append("MERGE condition not recorded; assumed to read the whole target")
             return _Plan([TRUE_PREDICATE], [], False, True, Bound.UNKNOWN, "candidates", why)
         p = parse_predicate(cond[0], schema)
-        target, twhy = target_only_conjuncts(p, schema)
+        matched = [s for s in srcs if s.role == "matched"]
+        matched_only = bool(matched) and not any(s.role == "not_matched" for s in srcs)
+        release = delta_release(rec.engine_info)
+        filters, twhy = merge_read_filters(
+            p, [parse_predicate(s.text, schema) if s.text.strip() else None for s in matched], schema,
+            matched_only=matched_only, narrows_by_clause=release is None or release >= (3, 0))
         why.append("MERGE: " + twhy)
-        part, data = split_partition_and_data(target, schema)
+        # OptimisticTransaction.trackReadPredicates splits conjunct by conjunct and never takes a
+        # partition term out of an OR (conflict-rules §4.1, §4.7).
+        part, data = split_partition_and_data(filters, schema, extract_from_or=False)
         if part.is_true:
-            why.append("MERGE condition has no literal predicate on a partition column ⇒ it read every partition (conflict-rules §4.1)")
+            why.append("MERGE read no literal predicate on a partition column alone ⇒ it read every partition (conflict-rules §4.1)")
         bound = Bound.SUPERSET if ("assumed" in twhy or not p.parsed or p.truncated) else Bound.EXACT
         return _Plan([part], [ParsedPredicate(text=to_sql(d), sql=to_sql(d)) for d in data], False, True, bound, "candidates", why)
     if op in ("OPTIMIZE", "REORG", "REORG TABLE"):

@@ -1,0 +1,132 @@
+"""Verdicts the engines would give, on logs written in the engine's exact on-disk form.
+
+Each test builds a two- or three-commit log the way delta-spark writes it (forensics.synth:
+Catalyst simpleString predicates with expression ids, operationParameters as JSON text), reads it
+back through the real path (`forensics.Table`: Spark reader, set reconstruction, rules), and
+checks the engine's answer at a named tag (docs/conflict-rules.md cites the source of each).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import forensics.synth.opparams as P
+from forensics import Table
+from forensics.synth.actions import MetaData, ProtocolAction
+from forensics.synth.sparktable import SparkTable, schema_string
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+T0 = 1_718_870_400_000  # 2024-06-20
+
+
+def _merge_table(root: Path, engine: str) -> tuple[SparkTable, int]:
+    """v0: CTAS with rows in 2024-01-01 and 2024-01-02; v1: a blind append to 2024-01-03 (read v0)."""
+    t = SparkTable(root / "t", engine, seed=7, start_ms=T0)
+    t.create_as_select([t.data_file("2024-01-01", [1, 2, 3]), t.data_file("2024-01-02", [4, 5, 6], task=1)])
+    t.tick(5_000)
+    t.append([t.data_file("2024-01-03", [7, 8])], 0)
+    return t, 0
+
+
+def _merge(t: SparkTable, read_version: int, condition: str, matched: list[dict] | None, not_matched: list[dict] | None) -> int:
+    """A MERGE that read `read_version` and rewrote the 2024-01-01 file, committed after the append."""
+    t.tick(3_000)
+    old = t.data_file("2024-01-01", [1, 2, 3])  # the file it read and rewrote (same partition)
+    new = t.data_file("2024-01-01", [1, 2, 3, 99], status="shipped")
+    return t.commit("MERGE", P.merge_params(condition, matched, not_matched), [old.remove(t.now - 500), new], read_version)
+
+
+def _cond(t: SparkTable, *extra: str) -> str:
+    return P.and_(P.eq(t.attr["id"], P.Attr("id", t.ids.take(), "long")), *extra)
+
+
+@pytest.mark.parametrize("engine", ["Apache-Spark/3.5.1 Delta-Lake/3.2.0", "Apache-Spark/3.3.2 Delta-Lake/2.4.0"])
+def test_merge_or_of_partition_and_data_terms_reads_every_partition(tmp_path, engine):
+    """ON t.id = s.id AND ((date = '2024-01-01' AND amount > 5.0) OR date = '2024-01-02'), a concurrent
+    append to 2024-01-03: delta-spark records the OR as one data filter (it never takes a partition term
+    out of an OR, OptimisticTransaction.trackReadPredicates), so the read is TRUE and the MERGE aborts
+    with ConcurrentAppendException (conflict-rules §4.1, §4.7)."""
+    t, rv = _merge_table(tmp_path, engine)
+    d, a = t.attr["date"], t.attr["amount"]
+    either = f"(({P.eq(d, '2024-01-01')} AND ({a} > 5.0)) OR {P.eq(d, '2024-01-02')})"
+    v = _merge(t, rv, _cond(t, either), None, None)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "anomaly", ex.verdict.why
+    assert ex.verdict.exception == "ConcurrentAppendException"
+    assert ex.verdict.winning_version == 1
+    assert ex.sets.read.partition_predicates == ["TRUE"]
+
+
+def test_merge_with_only_matched_clauses_reads_their_partition_on_3x(tmp_path):
+    """ON t.id = s.id WHEN MATCHED AND t.date = '2024-01-01' THEN UPDATE (delta-spark 3.2): only WHEN
+    MATCHED clauses, so getTargetOnlyPredicates adds the clause's target-only condition and the read is
+    date = 2024-01-01: the append to 2024-01-03 does not conflict and the MERGE commits."""
+    t, rv = _merge_table(tmp_path, "Apache-Spark/3.5.1 Delta-Lake/3.2.0")
+    matched = [{"actionType": "update", "predicate": P.eq(t.attr["date"], "2024-01-01")}]
+    v = _merge(t, rv, _cond(t), matched, [])
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "clean", ex.verdict.why
+    assert ex.sets.read.partition_predicates != ["TRUE"]
+
+
+def test_merge_matched_clause_does_not_narrow_before_3_0(tmp_path):
+    """The same MERGE written by delta-spark 2.4: no clause narrowing (conflict-rules §4.7), the read is
+    TRUE and the append to 2024-01-03 aborts it."""
+    t, rv = _merge_table(tmp_path, "Apache-Spark/3.3.2 Delta-Lake/2.4.0")
+    matched = [{"actionType": "update", "predicate": P.eq(t.attr["date"], "2024-01-01")}]
+    v = _merge(t, rv, _cond(t), matched, [])
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "anomaly" and ex.verdict.exception == "ConcurrentAppendException"
+
+
+def test_merge_with_a_not_matched_clause_is_not_narrowed(tmp_path):
+    """WHEN MATCHED AND date = ... plus WHEN NOT MATCHED THEN INSERT: not matched-only, so only the ON
+    condition counts; it has no partition term, the read is TRUE, and the append aborts it."""
+    t, rv = _merge_table(tmp_path, "Apache-Spark/3.5.1 Delta-Lake/3.2.0")
+    matched = [{"actionType": "update", "predicate": P.eq(t.attr["date"], "2024-01-01")}]
+    v = _merge(t, rv, _cond(t), matched, [{"actionType": "insert"}])
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "anomaly" and ex.verdict.exception == "ConcurrentAppendException"
+
+
+# ---- delta-spark 4.1+: the metadata allow-list is per release (conflict-rules §5.2.4) -----------
+
+V2_PROTOCOL = ProtocolAction(3, 7, ["v2Checkpoint", "deletionVectors"], ["v2Checkpoint", "deletionVectors"])
+
+
+def _properties_race(root: Path, engine: str, change: dict[str, str]) -> tuple[Path, int]:
+    """v0 CTAS (protocol supports v2Checkpoint), v1 SET TBLPROPERTIES `change` (read v0), v2 a DELETE of
+    2024-01-02 that also read v0 and committed after it: does the release reconcile the change?"""
+    t = SparkTable(root / "t", engine, seed=11, start_ms=T0)
+    f1, f2 = t.data_file("2024-01-01", [1, 2]), t.data_file("2024-01-02", [3, 4], task=1)
+    t.config = {"delta.checkpointPolicy": "classic"}
+    t.commit("CREATE TABLE AS SELECT", {"partitionBy": P.json_list(["date"]), "properties": "{}"},
+             [t.metadata(), V2_PROTOCOL, f1, f2], None, blind=True)
+    t.tick(2_000)
+    md = MetaData(t.table_id, schema_string(), ["date"], {**t.config, **change}, T0 - 2300)
+    t.commit("SET TBLPROPERTIES", P.set_tblproperties_params(change), [md], 0)
+    t.tick(2_000)
+    v = t.commit("DELETE", P.delete_params([P.eq(t.attr["date"], "2024-01-02")]), [f2.remove(t.now - 300)], 0)
+    return t.dir, v
+
+
+@pytest.mark.parametrize(("release", "verdict"), [("4.1.0", "anomaly"), ("4.2.0", "anomaly"), ("4.3.0", "clean"), ("4.4.0", "clean")])
+def test_checkpoint_policy_change_is_reconciled_from_4_3(tmp_path, release, verdict):
+    path, v = _properties_race(tmp_path, f"Apache-Spark/4.0.0 Delta-Lake/{release}", {"delta.checkpointPolicy": "v2"})
+    ex = Table(path).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == verdict, ex.verdict.why
+    if verdict == "anomaly":
+        assert ex.verdict.exception == "MetadataChangedException"
+        assert "allow-list" in ex.verdict.why
+
+
+@pytest.mark.parametrize(("release", "verdict"), [("4.3.0", "anomaly"), ("4.4.0", "clean")])
+def test_unity_catalog_table_id_without_the_catalog_feature(tmp_path, release, verdict):
+    """4.4 lists io.unitycatalog.tableId and validates it only on catalog-managed tables; elsewhere it
+    passes. 4.3 does not list it: MetadataChangedException."""
+    path, v = _properties_race(tmp_path, f"Apache-Spark/4.0.0 Delta-Lake/{release}", {"io.unitycatalog.tableId": "a1b2"})
+    ex = Table(path).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == verdict, ex.verdict.why
