@@ -130,3 +130,130 @@ def test_unity_catalog_table_id_without_the_catalog_feature(tmp_path, release, v
     path, v = _properties_race(tmp_path, f"Apache-Spark/4.0.0 Delta-Lake/{release}", {"io.unitycatalog.tableId": "a1b2"})
     ex = Table(path).explain(v, use_evidence=False)
     assert ex.verdict.verdict == verdict, ex.verdict.why
+
+
+# ---- Databricks by runtime, with deletion vectors (conflict-rules §11.2, §11.3) ------------------
+
+from dataclasses import replace as _replace  # noqa: E402
+
+from forensics.synth.actions import DeletionVector  # noqa: E402
+from forensics.synth.sparktable import Databricks  # noqa: E402
+
+DV_PROTOCOL = ProtocolAction(3, 7, ["deletionVectors"], ["deletionVectors"])
+
+
+def _dbr(runtime: str) -> str:
+    return f"Databricks-Runtime/{runtime}.x-photon-scala2.12"
+
+
+def _dv(tag: str, rows: int) -> DeletionVector:
+    return DeletionVector("u", (tag * 20)[:20], 34, rows)
+
+
+def _databricks_table(root: Path, runtime: str, *, partitioned: bool, dvs: str | None = "true") -> tuple[SparkTable, list]:
+    t = SparkTable(root / "t", _dbr(runtime), seed=13, start_ms=T0, isolation_level="WriteSerializable", databricks=Databricks())
+    files = [t.data_file("2024-01-01", [1, 2]), t.data_file("2024-01-01", [3, 4], task=1), t.data_file("2024-01-02", [5, 6], task=2)]
+    if not partitioned:
+        files = [_replace(f, partition_values={}) for f in files]
+    t.config = {} if dvs is None else {"delta.enableDeletionVectors": dvs}
+    md = MetaData(t.table_id, schema_string(), ["date"] if partitioned else [], dict(t.config), T0 - 2300)
+    t.commit("CREATE TABLE AS SELECT", {"partitionBy": P.json_list(["date"] if partitioned else []), "properties": "{}"},
+             [md, DV_PROTOCOL, *files], None, blind=True)
+    return t, files
+
+
+def _dv_delete(t: SparkTable, f, dv: DeletionVector, read_version: int, *, removed_dv: DeletionVector | None = None) -> int:
+    """A DELETE that marked rows of `f` deleted with a deletion vector (remove f, add f with the DV)."""
+    t.tick(2_000)
+    rem = _replace(f, deletion_vector=removed_dv).remove(t.now - 200)
+    add = _replace(f, deletion_vector=dv)
+    return t.commit("DELETE", P.delete_params([P.eq(t.attr["id"], 1)]), [rem, add], read_version)
+
+
+@pytest.mark.parametrize(("runtime", "verdict"), [("12.2", "anomaly"), ("13.3", "anomaly"), ("14.3", "clean")])
+def test_row_level_concurrency_needs_runtime_14_2(tmp_path, runtime, verdict):
+    """Two DELETEs marking rows of the same file of an unpartitioned DV table, both read v0: from DBR 14.2
+    row-level concurrency reconciles them (the loser's remove names the winner's DV); before, the
+    second aborts. The append check runs first (conflict-rules §5.10) and the winner's re-added file
+    (same path, new DV) counts as an add on an unpartitioned table: ConcurrentAppendException."""
+    t, files = _databricks_table(tmp_path, runtime, partitioned=False)
+    d1 = _dv("a", 1)
+    _dv_delete(t, files[0], d1, 0)
+    v = _dv_delete(t, files[0], _dv("b", 2), 0, removed_dv=d1)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == verdict, ex.verdict.why
+    if verdict == "anomaly":
+        assert ex.verdict.exception == "ConcurrentAppendException"
+    else:
+        assert ex.verdict.certainty != "exact"  # Databricks is modelled from its docs
+
+
+def test_row_level_concurrency_never_on_partitioned_tables(tmp_path):
+    t, files = _databricks_table(tmp_path, "15.4", partitioned=True)
+    d1 = _dv("a", 1)
+    _dv_delete(t, files[0], d1, 0)
+    v = _dv_delete(t, files[0], _dv("b", 2), 0, removed_dv=d1)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "anomaly" and ex.verdict.exception == "ConcurrentAppendException"
+
+
+def _optimize(t: SparkTable, files: list, read_version: int, zorder: list[str]) -> int:
+    t.tick(2_000)
+    out = t.data_file("2024-01-01", [1, 2, 3, 4], data_change=False, task=3)
+    params = {**P.optimize_params([P.eq(t.attr["date"], "2024-01-01")]), "zOrderBy": P.json_list(zorder)}
+    return t.commit("OPTIMIZE", params, [f.remove(t.now - 100, data_change=False) for f in files] + [out], read_version)
+
+
+@pytest.mark.parametrize(("zorder", "dvs", "verdict"), [([], "true", "clean"), (["id"], "true", "anomaly"), ([], "false", "anomaly")])
+def test_optimize_without_zorder_does_not_conflict_with_dml_when_dvs_are_on(tmp_path, zorder, dvs, verdict):
+    """Partitioned table on DBR 14.3: an OPTIMIZE of 2024-01-01 commits first, then a DELETE in 2024-01-01
+    that read the same files. The docs: OPTIMIZE without ZORDER BY cannot conflict with DELETE/UPDATE/MERGE
+    when deletion vectors are enabled (partitioned tables included); with ZORDER BY, or DVs off, it can."""
+    t, files = _databricks_table(tmp_path, "14.3", partitioned=True, dvs=dvs)
+    _optimize(t, files[:2], 0, zorder)
+    v = _dv_delete(t, files[0], _dv("c", 1), 0)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == verdict, ex.verdict.why
+    if verdict == "anomaly":
+        # delta-spark's append check counts every add of the winner, dataChange=false included
+        # (WinningCommitSummary.addedFiles), and runs before delete-read (conflict-rules §5.6, §5.10)
+        assert ex.verdict.exception == "ConcurrentAppendException"
+
+
+def test_optimize_that_lost_to_a_dv_delete_is_not_a_conflict_either(tmp_path):
+    """The other order: the DELETE commits first and the OPTIMIZE (no ZORDER BY) that read v0 commits after it."""
+    t, files = _databricks_table(tmp_path, "14.3", partitioned=True)
+    _dv_delete(t, files[0], _dv("c", 1), 0)
+    v = _optimize(t, files[:2], 0, [])
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "clean", ex.verdict.why
+
+
+# ---- which profile: old Databricks commits and writers no profile models ----------------------
+
+def _single_window(root: Path, engine: str | None, *, cluster: bool) -> tuple[Path, int]:
+    t = SparkTable(root / "t", engine or "", seed=17, start_ms=1_620_000_000_000, isolation_level="WriteSerializable",
+                   databricks=Databricks() if cluster else None)
+    t.writer.engine_info = engine  # None: the commitInfo has no engineInfo at all (2021 runtimes)
+    t.create_as_select([t.data_file("2021-05-01", [1])])
+    t.tick(1_000)
+    t.append([t.data_file("2021-05-02", [2])], 0)
+    t.tick(1_000)
+    v = t.append([t.data_file("2021-05-03", [3])], 0)
+    return t.dir, v
+
+
+def test_a_2021_databricks_commit_is_replayed_with_the_databricks_rules(tmp_path):
+    path, v = _single_window(tmp_path, None, cluster=True)
+    verdict = Table(path).replay_report().verdicts[v]
+    assert verdict.profile == "databricks", verdict.profile_why
+    assert verdict.certainty != "exact"
+    assert "clusterId" in verdict.profile_why
+
+
+def test_a_writer_no_profile_models_gets_no_verdict(tmp_path):
+    path, v = _single_window(tmp_path, "Trino/435", cluster=False)
+    verdict = Table(path).replay_report().verdicts[v]
+    assert verdict.verdict == "skipped"
+    assert verdict.why.startswith("no model for this writer") and "Trino/435" in verdict.why
+    assert Table(path, rules="delta-spark-3.2-4.0").replay_report().verdicts[v].verdict in ("clean", "reordered")

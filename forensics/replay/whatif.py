@@ -257,10 +257,12 @@ def whatif(log: DeltaLog, req: WhatIfRequest, state: StateIndex | None = None) -
     if req.rules:
         profile, pwhy = get_profile(req.rules), f"--rules {req.rules}"
     else:
-        profile, pwhy = profile_for_engine_info(rec.engine_info, True)
+        profile, pwhy = profile_for_engine_info(rec.engine_info, True, cluster_id=rec.cluster_id)
+        if profile is None:
+            raise ForensicsError(ExitCode.USAGE, f"the table's latest writer: {pwhy}")
         pwhy = "the table's latest writer: " + pwhy
-    winners_v = [v for v in range(req.read_version + 1, until + 1) if v in set(log.versions)]
-    missing = [v for v in range(req.read_version + 1, until + 1) if v not in set(log.versions)]
+    winners_v = [v for v in range(req.read_version + 1, until + 1) if log.has_version(v)]
+    missing = [v for v in range(req.read_version + 1, until + 1) if not log.has_version(v)]
     if missing:
         notes.append(f"winning commit(s) {missing[:5]} are not in the retained log; not checked")
     winners = [winning_commit(log, v) for v in winners_v]

@@ -236,7 +236,11 @@ def replay_commit(
     if rules:
         profile, pwhy = get_profile(rules), f"--rules {rules}"
     else:
-        profile, pwhy = profile_for_engine_info(rec.engine_info, rec.has_commit_info)
+        profile, pwhy = profile_for_engine_info(rec.engine_info, rec.has_commit_info, cluster_id=rec.cluster_id)
+    if profile is None:
+        base.why, base.profile_why = pwhy, pwhy
+        base.certainty = Bound.UNKNOWN.value
+        return base
     sets = commit_sets(log, version, state)
     txn = transaction_from_sets(rec, sets, rv, isolation_level)
     winners = [_winning_commit_cached(log, w) for w in base.window]

@@ -6,26 +6,64 @@ Databricks row-level concurrency §11 (inferred). Reorder detection per conflict
 
 from __future__ import annotations
 
-from forensics.model import FileAction, WinningCommit
+from forensics.model import FileAction, WinningCommit, operation_class
 from forensics.rules.isolation import SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, delta_rs_isolation_level, delta_rs_table_level
 from forensics.rules.matching import partition_match, stats_match
 from forensics.rules.meta_checks import BACKFILL, UNBACKFILL
+from forensics.rules.metadata import supports
 from forensics.rules.results import CheckOutcome
 from forensics.rules.state import CheckState, delta_rs_predicate
 
 
-def _rlc_eligible(st: CheckState) -> bool:
-    """conflict-rules §11 [doc]: Databricks row-level concurrency on unpartitioned tables with DVs enabled."""
-    if not st.profile.row_level_concurrency or st.txn.partition_columns:
-        return False
+def _dv_setting(st: CheckState) -> str:
     cfg = st.metadata.configuration if st.metadata is not None else {}
-    return str(cfg.get("delta.enableDeletionVectors", "")).lower() == "true"
+    return str(cfg.get("delta.enableDeletionVectors", "")).lower()
+
+
+def _rlc_eligible(st: CheckState) -> bool:
+    """conflict-rules §11.2 [doc]: Databricks row-level concurrency needs Runtime 14.2+ (a MERGE on 14.2
+    needs Photon), and an unpartitioned table with deletion vectors enabled, or a liquid-clustered one
+    whose deletion vectors were not turned off."""
+    prof = st.profile
+    if not prof.row_level_concurrency or not prof.runtime_at_least(14, 2):
+        return False
+    if prof.runtime == (14, 2) and (st.txn.operation or "").upper() == "MERGE" and "photon" not in (st.txn.engine_info or "").lower():
+        return False
+    if st.txn.partition_columns:
+        return False
+    if supports(st.protocol, "clustering"):
+        return _dv_setting(st) != "false"
+    return _dv_setting(st) == "true"
+
+
+def _optimize_params(params: dict | None) -> bool:
+    z = params.get("zOrderBy") if isinstance(params, dict) else None
+    return bool(z) and z not in ("[]", [])
 
 
 def _is_zorder_optimize(w: WinningCommit) -> bool:
     params = w.commit.operation_parameters if w.commit is not None else {}
-    z = params.get("zOrderBy") if isinstance(params, dict) else None
-    return (w.operation or "") == "OPTIMIZE" and bool(z)
+    return (w.operation or "") == "OPTIMIZE" and _optimize_params(params)
+
+
+def _optimize_exempt(st: CheckState, w: WinningCommit) -> bool:
+    """conflict-rules §11.3 [doc]: on Databricks, OPTIMIZE without ZORDER BY does not conflict with
+    UPDATE/DELETE/MERGE when deletion vectors are enabled, partitioned tables included."""
+    if st.profile.engine != "databricks" or _dv_setting(st) != "true":
+        return False
+    mine = operation_class(st.txn.operation, st.txn.operation_parameters)
+    theirs = operation_class(w.operation, w.commit.operation_parameters if w.commit is not None else {})
+    if {mine, theirs} != {"OPTIMIZE", "UPDATE/DELETE/MERGE"}:
+        return False
+    params = st.txn.operation_parameters if mine == "OPTIMIZE" else (w.commit.operation_parameters if w.commit else {})
+    return not _optimize_params(params)
+
+
+def _exempt(name: str, st: CheckState, w: WinningCommit) -> CheckOutcome:
+    st.inferred.append("Databricks: OPTIMIZE without ZORDER BY and DML on a table with deletion vectors do not conflict [doc]")
+    return CheckOutcome(name, "passed", f"v{w.version} and this transaction are an OPTIMIZE without ZORDER BY and an "
+                        "UPDATE/DELETE/MERGE on a table with deletion vectors: Databricks documents that they do "
+                        "not conflict", winner_version=w.version, inferred=True)
 
 
 def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAction | None, str]:
@@ -103,6 +141,8 @@ def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
     candidates = changed if forgive_blind else changed + blind_adds
     f, why = first(st, candidates)
     if f is not None:
+        if _optimize_exempt(st, w):
+            return _exempt(name, st, w)
         if _rlc_eligible(st) and not _is_zorder_optimize(w):
             st.inferred.append("Databricks row-level concurrency assumed to reconcile added rows")
             return CheckOutcome(name, "passed", f"winner v{v} added {f.path} ({why}), but row-level concurrency "
@@ -151,6 +191,8 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
     for r in removes:
         if r.path in read:
             rf = read[r.path]
+            if _optimize_exempt(st, w):
+                return _exempt(name, st, w)
             if _rlc_eligible(st) and _dv_update(w, r.path):
                 st.inferred.append("Databricks row-level concurrency assumed to reconcile a DV update")
                 return CheckOutcome(name, "passed", f"winner v{v} updated the deletion vector of {r.path}, which this "
@@ -161,6 +203,8 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
                                 exception="ConcurrentDeleteReadException", file=r.path,
                                 partition=rf.partition_values, winner_version=v)
     if txn.read.whole_table:
+        if _optimize_exempt(st, w):
+            return _exempt(name, st, w)
         r = removes[0]
         return CheckOutcome(name, "failed", f"winner v{v} removed {r.path} and this transaction read the whole table",
                             exception="ConcurrentDeleteReadException", file=r.path, partition=None, winner_version=v)
@@ -180,6 +224,8 @@ def check_delete_delete(st: CheckState, w: WinningCommit) -> CheckOutcome:
         winner_removed = {r.path for r in w.removes}
     for r in st.removes:
         if r.path in winner_removed:
+            if _optimize_exempt(st, w):
+                return _exempt(name, st, w)
             if _rlc_eligible(st) and (_dv_update(w, r.path) or _reconciled(r, w)):
                 st.inferred.append("Databricks row-level concurrency assumed to reconcile concurrent DV updates")
                 return CheckOutcome(name, "passed", f"both this transaction and v{v} rewrote {r.path} with deletion "

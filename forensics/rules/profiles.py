@@ -35,6 +35,7 @@ class Profile:
     message_style: MessageStyle
     row_level_concurrency: bool = False  # Databricks RLC on eligible tables (conflict-rules §11)
     notes: str = ""
+    runtime: tuple[int, int] | None = None  # Databricks Runtime modelled (None: not known from the log)
 
     # ---- per-release quirks (conflict-rules §5.6, §5.2, §5.10, §7) -------------------------------
 
@@ -82,9 +83,16 @@ class Profile:
         """§7.2: DELTA_CONCURRENT_WRITE has no <conflictingCommit> in v3.2-3.3."""
         return self.message_style == "plain" or self.at_least(4, 0)
 
+    def runtime_at_least(self, major: int, minor: int) -> bool:
+        """Databricks: is the modelled runtime at least major.minor? An unknown runtime counts as current."""
+        return self.runtime is None or self.runtime >= (major, minor)
+
     def describe(self) -> str:
         kind = "exact (read from source)" if self.exact else "inferred (source not public)"
-        rel = f"; modelled release {self.release[0]}.{self.release[1]}" if self.spark_like else ""
+        if self.engine == "databricks":
+            rel = f"; runtime {self.runtime[0]}.{self.runtime[1]}" if self.runtime else "; runtime unknown"
+        else:
+            rel = f"; modelled release {self.release[0]}.{self.release[1]}" if self.spark_like else ""
         return f"{self.name} [{self.band}{rel}; {kind}]"
 
 
@@ -157,7 +165,8 @@ def _with_release(p: Profile, major: int, minor: int) -> Profile:
 
 
 def get_profile(name: str) -> Profile:
-    """Profile by name (the `--rules` override); `name@X.Y` pins the modelled release."""
+    """Profile by name (the `--rules` override); `name@X.Y` pins the modelled release (for
+    `databricks@X.Y`, the Databricks Runtime)."""
     base, _, rel = name.strip().partition("@")
     if base not in _BASE:
         raise KeyError(f"unknown rule profile {base!r}; known: {', '.join(PROFILES)}")
@@ -166,24 +175,31 @@ def get_profile(name: str) -> Profile:
         m = re.fullmatch(r"(\d+)\.(\d+)", rel)
         if not m:
             raise KeyError(f"bad release {rel!r} (want MAJOR.MINOR)")
-        p = _with_release(p, int(m.group(1)), int(m.group(2)))
+        ver = (int(m.group(1)), int(m.group(2)))
+        p = replace(p, runtime=ver) if p.engine == "databricks" else _with_release(p, *ver)
     return p
 
 
 _DBR = re.compile(r"Databricks-Runtime/(\d+)\.(\d+)")
 
 
-def profile_for_engine_info(engine_info: str | None, commit_info_present: bool = True) -> tuple[Profile, str]:
+def profile_for_engine_info(engine_info: str | None, commit_info_present: bool = True, *,
+                            cluster_id: str | None = None) -> tuple[Profile | None, str]:
     """Pick the profile that models the writer named by commitInfo.engineInfo, and say why.
 
     The `why` says whether the choice is exact (release parsed from engineInfo, rules read
-    from that engine's source) or inferred.
+    from that engine's source) or inferred. None, with what is known, for a writer no profile
+    models (Trino, Flink, Fabric, ...): a verdict for it would be a guess.
     """
     if not commit_info_present:
         p = _with_release(_BASE["delta-spark<=3.1"], 1, 0)
         return p, ("inferred: the commit has no commitInfo (old or hand-built writer); "
                    "modelled as early delta-spark (v1.0 rules)")
     ei = (engine_info or "").strip()
+    if (not ei or ei == "<unknown>") and cluster_id:
+        return _BASE["databricks"], (f"inferred: no engineInfo, but a clusterId ({cluster_id!r}): a Databricks runtime "
+                                     "too old to record engineInfo; the documented Databricks rules are used, "
+                                     "runtime unknown")
     if not ei or ei == "<unknown>":
         p = _BASE["delta-spark-4.1+"]
         return p, (f"inferred: engineInfo is {'missing' if not ei else ei!r}; "
@@ -191,7 +207,7 @@ def profile_for_engine_info(engine_info: str | None, commit_info_present: bool =
     m = _DBR.search(ei)
     if m or ei.startswith("Databricks-Runtime"):
         rel = f"DBR {m.group(1)}.{m.group(2)}" if m else "DBR (version unreadable)"
-        p = _BASE["databricks"]
+        p = replace(_BASE["databricks"], runtime=(int(m.group(1)), int(m.group(2))) if m else None)
         if m and int(m.group(1)) < 14:
             # [observed] corpus/errors 03 (DBR 13.3) prints plain messages; 12 (DBR 15.3) error classes
             p = replace(p, message_style="plain")
@@ -212,5 +228,6 @@ def profile_for_engine_info(engine_info: str | None, commit_info_present: bool =
         p = _with_release(_BASE["delta-spark<=3.1"], 1, 0)
         return p, (f"inferred: engineInfo {ei!r} is Delta Standalone, whose ConflictChecker follows "
                    "early delta-spark (v1.0 rules)")
-    p = _BASE["delta-spark-4.1+"]
-    return p, f"inferred: engineInfo {ei!r} is not a known writer; modelled as current OSS delta-spark"
+    return None, (f"no model for this writer: engineInfo {ei!r} names none of the engines whose conflict rules "
+                  "delta-forensics models (delta-spark, Databricks, delta-rs, Delta Kernel); pass --rules to "
+                  "replay it with one of them")
