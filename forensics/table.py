@@ -142,6 +142,11 @@ class Table:
         """One version's commitInfo (parameters and metrics decoded) and its action counts."""
         return self._log.record(version)
 
+    def commit_index(self) -> pl.DataFrame:
+        """The raw commit index, one row per version in the reader's column names (fast: no JSON
+        decoding; `history()` is the documented shape)."""
+        return self._log.commits
+
     def actions(self, version: int) -> pl.DataFrame:
         """One version's add/remove/cdc actions, one row each (path, partition values, size, DV)."""
         self._need(version)

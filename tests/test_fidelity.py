@@ -257,3 +257,18 @@ def test_a_writer_no_profile_models_gets_no_verdict(tmp_path):
     assert verdict.verdict == "skipped"
     assert verdict.why.startswith("no model for this writer") and "Trino/435" in verdict.why
     assert Table(path, rules="delta-spark-3.2-4.0").replay_report().verdicts[v].verdict in ("clean", "reordered")
+
+
+def test_upgrade_hint_when_the_winner_has_no_commit_info(tmp_path):
+    """A winner that only added files and wrote no commitInfo has no isBlindAppend: delta-spark (plain
+    messages, here 3.1) tells a WriteSerializable loser to upgrade its writers (conflict-rules §7.1)."""
+    t = SparkTable(tmp_path / "t", "Apache-Spark/3.5.0 Delta-Lake/3.1.0", seed=19, start_ms=T0, isolation_level="WriteSerializable")
+    f = t.data_file("2024-01-01", [1, 2])
+    t.create_as_select([f])
+    t.tick(1_000)
+    t.writer.commit([t.data_file("2024-01-01", [3])])  # an old writer: add actions only, no commitInfo
+    t.tick(1_000)
+    v = t.commit("DELETE", P.delete_params([P.eq(t.attr["date"], "2024-01-01")]), [f.remove(t.now - 100)], 0)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.exception == "ConcurrentAppendException"
+    assert "Upgrading all your concurrent writers to use the latest Delta Lake may avoid this error" in ex.message

@@ -2,37 +2,40 @@
 
 The sample tables' caches are warmed once per session with the real Spark reader; each test
 then points DELTA_FORENSICS_CACHE_DIR at that cache, so opening is the no-JVM path (a
-spark_factory that raises proves Spark never started).
+spark_factory that raises proves Spark never started). The last tests read the TUI's source:
+a thin App, and nothing imported from below `forensics.Table`.
 """
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import json
 import re
-import shutil
 import threading
 import time
 from pathlib import Path
 
 import polars as pl
 import pytest
+from textual.command import CommandPalette
 
-from forensics.log.delta_log import DeltaLog
+from forensics import Table
 from forensics.synth.mtimes import restore_in_place
+from tui.app import ForensicsApp
+from tui.prompt import PromptScreen
+from tui.screens.help import HelpScreen
+from tui.screens.main import MainScreen
+from tui.screens.matrix import MatrixScreen
+from tui.screens.timeline import TimelineScreen
+from tui.screens.whatif import WhatIfScreen
+from tui.widgets.detail import DetailPane
+from tui.widgets.explain import ExplainPane
+from tui.widgets.header import TableHeader
+from tui.widgets.timeline_view import TimelineView
+from tui.widgets.version_list import VersionList
 
-pytest.importorskip("textual")
-
-from textual.command import CommandPalette  # noqa: E402
-
-from tui.app import ForensicsApp  # noqa: E402
-from tui.screens.help import HelpScreen  # noqa: E402
-from tui.screens.matrix import MatrixScreen  # noqa: E402
-from tui.screens.timeline import TimelineScreen, TimelineView  # noqa: E402
-from tui.screens.whatif import WhatIfScreen  # noqa: E402
-from tui.widgets.detail import DetailPane  # noqa: E402
-from tui.widgets.explain import ExplainPane  # noqa: E402
-from tui.widgets.version_list import VersionList  # noqa: E402
+TUI = Path(__file__).resolve().parents[1] / "tui"
 
 SIZE = (200, 50)
 SAMPLES = ("quickstart", "busy", "a-merge-partitions", "b-writeserializable-reorder")
@@ -58,7 +61,7 @@ def warm_cache(tmp_path_factory, sample_logs, spark):
     try:
         for name in SAMPLES:
             restore_in_place(sample_logs / name)  # a git checkout resets file times; evidence reads them
-            DeltaLog.open(str(sample_logs / name / "table"), spark_factory=lambda: spark)
+            Table(sample_logs / name / "table", spark=spark)
     finally:
         if old is None:
             os.environ.pop("DELTA_FORENSICS_CACHE_DIR", None)
@@ -84,6 +87,18 @@ def app_for(name: str, **kw) -> ForensicsApp:
     return ForensicsApp(table(name), **kw)
 
 
+def main_screen(app: ForensicsApp) -> MainScreen:
+    return next(s for s in app.screen_stack if isinstance(s, MainScreen))
+
+
+def versions(app: ForensicsApp) -> VersionList:
+    return main_screen(app).query_one(VersionList)
+
+
+def header(app: ForensicsApp) -> TableHeader:
+    return main_screen(app).query_one(TableHeader)
+
+
 async def settle(pilot, until=None, timeout: float = 60.0) -> None:
     """Wait for the open/replay/detail workers and the debounce timer."""
     app = pilot.app
@@ -91,8 +106,8 @@ async def settle(pilot, until=None, timeout: float = 60.0) -> None:
     while time.monotonic() - t0 < timeout:
         await pilot.pause(0.05)
         busy = any(w.state.name in ("PENDING", "RUNNING") for w in app.workers)
-        loaded = app.rows is not None or app.load_state == "error"
-        replayed = not app.replay_enabled or app.replay_state not in ("waiting", "replaying…")
+        loaded = versions(app).rows is not None or header(app).load_state == "error"
+        replayed = not app.replay or header(app).replay_state not in ("waiting", "replaying…")
         if loaded and replayed and not busy and (until is None or until()):
             await pilot.pause(0.1)  # the detail debounce timer
             if not any(w.state.name in ("PENDING", "RUNNING") for w in app.workers):
@@ -135,10 +150,10 @@ async def test_opens_from_cache_before_any_jvm(cached, repo_root):
         await settle(pilot)
         vl = app.query_one(VersionList)
         assert NoSpark.calls == 0
-        assert app.load_state == "from cache"
-        assert "from cache" in app.header_text().plain
+        assert header(app).load_state == "from cache"
+        assert "from cache" in header(app).text().plain
         n = len(list((repo_root / table("busy") / "_delta_log").glob("*.json")))
-        assert len(app.rows) == n
+        assert len(vl.rows) == n
         assert vl.current_version == n - 1  # opens at the newest version
         assert vl.row_text(0).split()[0] == "0"
 
@@ -176,15 +191,15 @@ async def test_cache_miss_reads_with_spark_in_background(evil_table, spark):
                 break
         assert started.is_set()
         await pilot.pause(0.1)
-        assert "reading with Spark" in app.header_text().plain
+        assert "reading with Spark" in header(app).text().plain
         assert app.query_one(VersionList).loading
         await pilot.press("question_mark")  # the UI answers while Spark is pending
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("q")
         gate.set()
         await settle(pilot)
-        assert app.load_state == "read with Spark"
-        assert app.rows is not None and app.rows.version == [0, 1]
+        assert header(app).load_state == "read with Spark"
+        assert versions(app).rows is not None and versions(app).rows.version == [0, 1]
 
 
 # --------------------------------------------------------------------------------------
@@ -198,22 +213,23 @@ async def test_columns_time_and_utc_toggle(cached, repo_root):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         vl = app.query_one(VersionList)
-        header = vl.header_text(vl.size.width)
+        head = vl.header_text(vl.size.width)
         for col in ("version", "time (UTC)", "operation", "readVer", "isolation", "blind", "+add", "-rm", "verdict"):
-            assert col in header
+            assert col in head
         first = vl.row_text(0)
         ts = dt.datetime.fromtimestamp(his[0]["timestamp"] / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S") + "Z"
         assert ts in first and his[0]["operation"] in first
-        assert "UTC" in app.header_text().plain
+        assert "UTC" in header(app).text().plain
         await pilot.press("u")
         assert "time (local" in vl.header_text(vl.size.width)
         local = dt.datetime.fromtimestamp(his[0]["timestamp"] / 1000).strftime("%Y-%m-%d %H:%M:%S")
         assert local in vl.row_text(0) and not vl.row_text(0).split()[2].endswith("Z")
-        assert "local" in app.header_text().plain
+        assert "local" in header(app).text().plain
 
 
-def synthetic_log(n: int, tmp_path: Path) -> DeltaLog:
-    """A DeltaLog of n commits built with polars in the COMMIT_SCHEMA shape (no JVM)."""
+def synthetic_table(n: int, tmp_path: Path) -> Table:
+    """A Table of n commits whose log is built with polars in the COMMIT_SCHEMA shape (no JVM)."""
+    from forensics.log.delta_log import DeltaLog
     from forensics.log.index import COMMIT_SCHEMA
     from forensics.log.listing import LogListing
     from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, arrow_schema
@@ -234,13 +250,14 @@ def synthetic_log(n: int, tmp_path: Path) -> DeltaLog:
     empty_a = pl.from_arrow(arrow_schema(ACTION_COLUMNS).empty_table())
     empty_o = pl.from_arrow(arrow_schema(OTHER_COLUMNS).empty_table())
     loc = str(tmp_path / "synthetic")
-    return DeltaLog(location=loc, listing=LogListing(table_uri=loc, log_uri=loc + "/_delta_log"), commits=commits, actions=empty_a, others=empty_o, from_cache=True)
+    log = DeltaLog(location=loc, listing=LogListing(table_uri=loc, log_uri=loc + "/_delta_log"), commits=commits, actions=empty_a, others=empty_o, from_cache=True)
+    return Table(loc, _log=log)
 
 
 async def test_version_list_is_virtual_at_100k(tmp_path):
     n = 100_000
-    log = synthetic_log(n, tmp_path)
-    app = ForensicsApp(log.location, log=log, utc=True, replay=False)
+    t = synthetic_table(n, tmp_path)
+    app = ForensicsApp(t.location, table=t, utc=True, replay=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         vl = app.query_one(VersionList)
@@ -291,33 +308,34 @@ async def test_detail_pane(cached, repo_root):
 
 
 async def test_explain_pane_and_winner(cached):
-    from forensics.replay.windows import replay_table
-
     name = "b-writeserializable-reorder"
-    log = DeltaLog.open_cached(table(name))
-    report = replay_table(log)
+    t = Table.from_cache(table(name))
+    report = t.replay_report()
     v, cv = next((k, c) for k, c in sorted(report.verdicts.items()) if c.winning_version is not None or c.reordered_before)
+    ex = t.explain(v)
     app = app_for(name)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("g", "colon", *str(v), "enter", "e")
         await settle(pilot, until=lambda: "explaining" not in plain(app.query_one(ExplainPane)))
         text = plain(app.query_one(ExplainPane))
-        expected_winner = cv.winning_version if cv.winning_version is not None else cv.reordered_before[0]
-        try:
-            from forensics.analysis.explain import explain_version
-        except ImportError:
-            assert "explain not available yet" in text
-        else:
-            ex = explain_version(log, v)
-            first = next(t for _, t in ex.lines() if t.strip())
-            assert first.strip()[:40] in text
-            if ex.winning_version is not None:
-                expected_winner = ex.winning_version
+        first = next(line for _, line in ex.lines() if line.strip())
+        assert first.strip()[:40] in text
+        expected_winner = ex.winning_version
+        if expected_winner is None:
+            expected_winner = cv.winning_version if cv.winning_version is not None else cv.reordered_before[0]
+        vl = versions(app)
         await pilot.press("w")
-        assert app.current_version() == expected_winner
+        assert vl.current_version == expected_winner
         await pilot.press("escape")  # back along the jump
-        assert app.current_version() == v
+        assert vl.current_version == v
+        # the list's keys work while the explain pane has focus: w there too, Esc from the pane
+        await pilot.press("3")
+        assert app.focused is app.query_one(ExplainPane)
+        await pilot.press("w")
+        assert vl.current_version == expected_winner
+        await pilot.press("2", "escape")  # Esc in a side pane with nothing to clear focuses the list
+        assert app.focused is vl
 
 
 # --------------------------------------------------------------------------------------
@@ -327,8 +345,8 @@ async def test_explain_pane_and_winner(cached):
 
 @pytest.mark.parametrize("name", ["busy", "b-writeserializable-reorder"])
 async def test_timeline(cached, name):
-    log = DeltaLog.open_cached(table(name))
-    windows = log.commits.filter(pl.col("read_version").is_not_null() & (pl.col("read_version") < pl.col("version") - 1))
+    his = Table.from_cache(table(name)).history()
+    windows = his.filter(pl.col("readVersion").is_not_null() & (pl.col("readVersion") < pl.col("version") - 1))
     app = app_for(name)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -338,15 +356,15 @@ async def test_timeline(cached, name):
         commits = [b for b in view.bars if b.kind == "commit"]
         assert sorted(b.version for b in commits) == sorted(windows["version"].to_list())
         for b in commits:
-            assert b.lo == windows.filter(pl.col("version") == b.version)["read_version"][0]
-            vi = app.rows.verdicts.get(b.version)
+            assert b.lo == windows.filter(pl.col("version") == b.version)["readVersion"][0]
+            vi = versions(app).rows.verdicts.get(b.version)
             if vi is not None and vi.verdict == "reordered":
                 assert "↺" in view.bar_text(view.bars.index(b))
             if vi is not None and vi.verdict == "anomaly" and vi.winning_version is not None:
                 assert "✗" in view.bar_text(view.bars.index(b))
         await pilot.press("G", "enter")
         assert not isinstance(app.screen, TimelineScreen)
-        assert app.current_version() == view.bars[-1].version
+        assert versions(app).current_version == view.bars[-1].version
 
 
 async def test_conflict_matrix(cached):
@@ -358,9 +376,10 @@ async def test_conflict_matrix(cached):
         m = app.screen.matrix
         assert m.classes[:3] == ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE"]
         # the sample's DELETE (v3, read v1) ran against a blind INSERT (v2) and was reordered before it
-        assert m.cells[("UPDATE/DELETE/MERGE", "INSERT")] == {"reordered": 1}, app.replay_state
+        assert m.cells[("UPDATE/DELETE/MERGE", "INSERT")] == {"reordered": 1}, header(app).replay_state
         total = sum(sum(c.values()) for c in m.cells.values())
-        assert total == sum(app.rows.window_size(i) for i in range(len(app.rows.version)))
+        rows = versions(app).rows
+        assert total == sum(rows.window_size(i) for i in range(len(rows.version)))
         shown = plain(app.screen)
         assert "reordered 1" in shown and "docs: cannot conflict" in shown
         await pilot.press("q")
@@ -417,7 +436,7 @@ async def test_keys_search_filter_jump_quit(cached, repo_root):
         target = "OPTIMIZE" if "OPTIMIZE" in ops else ops[-1]
         hits = [c["version"] for c in his if target.lower() in json.dumps(c).lower() or target in c["operation"]]
         await pilot.press("g", "slash", *target.lower(), "enter")
-        assert vl.current_version in hits
+        assert vl.current_version in hits and "/" + target.lower() in header(app).text().plain
         first = vl.current_version
         await pilot.press("n")
         assert vl.current_version in hits
@@ -426,21 +445,25 @@ async def test_keys_search_filter_jump_quit(cached, repo_root):
             await pilot.press("N")
             assert vl.current_version == first
         await pilot.press("escape")
-        assert app.search_term == ""
+        assert vl.search_term == "" and "/" + target.lower() not in header(app).text().plain
         # filter by operation; Esc clears it
         await pilot.press("f", *"delete", "enter")
-        assert [app.rows.operation[i] for i in app.rows.visible] == [o for o in ops if o == "DELETE"]
-        assert "op=DELETE" in app.header_text().plain
+        assert [vl.rows.operation[i] for i in vl.rows.visible] == [o for o in ops if o == "DELETE"]
+        assert "op=DELETE" in header(app).text().plain
         await pilot.press("escape")
-        assert len(app.rows) == len(his)
+        assert len(vl.rows) == len(his)
         # verdict filter cycles through window → anomaly → …
         await pilot.press("v")
-        assert app.rows.verdict_filter == "window"
-        assert all(app.rows.window_size(i) > 0 for i in app.rows.visible)
+        assert vl.rows.verdict_filter == "window"
+        assert all(vl.rows.window_size(i) > 0 for i in vl.rows.visible)
         await pilot.press("escape")
         # tab moves between panes
         await pilot.press("tab")
         assert app.focused is not vl
+        # the list's search works from a side pane too
+        await pilot.press("2", "slash")
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("escape")
         await pilot.press("1")
         assert app.focused is vl
         # ctrl+p palette with our provider
@@ -490,7 +513,7 @@ async def test_export_and_copy(cached, tmp_path, repo_root):
         # y copies the selection as JSON
         await pilot.press("y")
         copied = json.loads(app.clipboard)
-        assert copied["version"] == app.current_version() and copied["operation"] == "WRITE"
+        assert copied["version"] == versions(app).current_version and copied["operation"] == "WRITE"
         # export of a pushed view (matrix) as JSON
         await pilot.press("escape", "m", "ctrl+e")
         out2 = tmp_path / "matrix.json"
@@ -562,3 +585,96 @@ def test_snapshot_whatif(snap_env, snap_compare):
 
 def test_snapshot_help(snap_env, snap_compare):
     assert _snap(snap_compare, app_for("quickstart"), press=("question_mark",))
+
+
+# --------------------------------------------------------------------------------------
+# the TUI's shape: a thin App, no import cycles, nothing from below forensics.Table
+# --------------------------------------------------------------------------------------
+
+GLOBAL_ACTIONS = {"quit", "help"}  # the command palette is Textual's own
+FRONT = {"forensics", "forensics.table", "forensics.model", "forensics.errors", "forensics.safe", "forensics.times"}
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    out = {}
+    for p in root.rglob("*.py"):
+        parts = p.relative_to(root.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def _imported(source: str, module: str, is_package: bool = False) -> list[str]:
+    """Dotted names a module imports, wherever the statement sits (functions, TYPE_CHECKING)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = module.split(".")[: len(module.split(".")) - node.level + (1 if is_package else 0)]
+                base = ".".join(parent + ([node.module] if node.module else []))
+            names += [f"{base}.{a.name}" for a in node.names]
+    return names
+
+
+def test_import_walker_sees_deferred_and_type_checking_imports():
+    src = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from forensics.log import DeltaLog\ndef f():\n    import forensics.replay.windows\n"
+    assert {"forensics.log.DeltaLog", "forensics.replay.windows"} <= set(_imported(src, "tui.x"))
+
+
+def _resolve(name: str, known: set[str]) -> str | None:
+    while name and name not in known:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def test_app_holds_only_global_actions():
+    """The acceptance of the restructuring: no action that belongs to one widget or screen stays on the App."""
+    tree = ast.parse((TUI / "app.py").read_text())
+    actions = {n.name.removeprefix("action_") for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("action_")}
+    assert actions <= GLOBAL_ACTIONS, actions
+    assert {b.action for b in ForensicsApp.BINDINGS} <= GLOBAL_ACTIONS
+    # and no widget or screen binds a key to an App action other than quit
+    for path in TUI.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Binding" and len(node.args) > 1:
+                action = node.args[1].value
+                assert not action.startswith("app.") or action == "app.quit", f"{path.name}: {action}"
+
+
+def test_no_import_cycles_within_tui():
+    mods = _modules(TUI)
+    graph = {m: {r for n in _imported(p.read_text(), m, p.name == "__init__.py") if (r := _resolve(n, set(mods))) and r != m} for m, p in mods.items()}
+    assert "tui.app" not in graph["tui.commands"]
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            m = todo.pop()
+            if m == goal:
+                return True
+            if m not in seen:
+                seen.add(m)
+                todo += graph[m]
+        return False
+
+    assert [m for m in graph if reaches(m, m)] == []
+
+
+def test_tui_imports_nothing_below_the_front_object():
+    import forensics
+
+    forensics_dir = Path(forensics.__file__).parent
+    bad = []
+    for mod, path in _modules(TUI).items():
+        for name in _imported(path.read_text(), mod, path.name == "__init__.py"):
+            if name != "forensics" and not name.startswith("forensics."):
+                continue
+            head, _, rest = name.partition(".")[2].partition(".")
+            if not rest and head in forensics.__all__:
+                continue  # `from forensics import Table`: the package's public surface
+            target = f"forensics.{head}" if (forensics_dir / head).is_dir() or (forensics_dir / f"{head}.py").exists() else "forensics"
+            if target not in FRONT:
+                bad.append(f"{path.relative_to(TUI.parent)}: {name}")
+    assert bad == []

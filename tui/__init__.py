@@ -22,17 +22,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the app; its return code (0 on q / ctrl+q)."""
+    """Run the app; its exit code (0 on q / ctrl+q, 1 when it stopped on an error)."""
     from tui.app import ForensicsApp
 
-    def make_spark():
-        from forensics.runtime.spark import get_spark
-
-        return get_spark(master=getattr(args, "master", None), remote=getattr(args, "remote", None))
-
-    app = ForensicsApp(args.table, utc=args.utc, use_cache=not args.no_cache, replay=not args.no_replay, spark_factory=make_spark)
-    rc = app.run()
-    return int(rc or 0)
+    app = ForensicsApp(
+        args.table,
+        utc=args.utc,
+        use_cache=not args.no_cache,
+        replay=not args.no_replay,
+        master=getattr(args, "master", None),
+        remote=getattr(args, "remote", None),
+    )
+    app.run()
+    return app.return_code or 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,74 +1,31 @@
 """The version list's data: one table opened once, columns as Python lists for O(1) row access.
 
 Kept free of Textual so filters, search and jumps are plain functions over a few lists. The
-commit index (forensics/log/index.py COMMIT_SCHEMA) is columnar; the list renders only the rows
-on screen, so building a row costs a handful of list lookups even at 100k+ versions.
+commit index is columnar; the list renders only the rows on screen, so building a row costs a
+handful of list lookups even at 100k+ versions.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import polars as pl
-
-from forensics import safe
-
-#: Operation classes of Delta's isolation-level tables (docs "Write conflicts", spec §11).
-OP_CLASSES = ("INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE")
-_DML = {"UPDATE", "DELETE", "MERGE", "MERGE INTO", "REPLACE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT"}
-_COMPACT = {"OPTIMIZE", "COMPACTION", "ZORDER", "REORG", "AUTO OPTIMIZE"}
-_INSERT = {"WRITE", "STREAMING UPDATE", "CREATE TABLE AS SELECT", "COPY INTO", "INSERT"}
-
-
-def op_class(operation: str | None, params: dict[str, Any] | None = None, blind: bool | None = None) -> str:
-    """The docs' operation class of a commit: INSERT, UPDATE/DELETE/MERGE, OPTIMIZE or OTHER.
-
-    A WRITE/STREAMING UPDATE in Overwrite/Complete mode or with a replaceWhere predicate rewrites
-    data, so it sits with the DML row (spec §8.2: such writes read the table).
-    """
-    op = (operation or "").upper()
-    if op in _COMPACT or op.startswith("OPTIMIZE"):
-        return "OPTIMIZE"
-    if op in _DML or op.startswith("MERGE"):
-        return "UPDATE/DELETE/MERGE"
-    if op in _INSERT:
-        mode = str((params or {}).get("mode") or (params or {}).get("outputMode") or "").lower()
-        if mode in ("overwrite", "complete") or (params or {}).get("predicate") not in (None, "", "[]"):
-            return "UPDATE/DELETE/MERGE"
-        return "INSERT"
-    return "OTHER"
-
-
-def fmt_time(ms: int | None, utc: bool) -> str:
-    """A commit timestamp in local time, or UTC with an explicit `Z`."""
-    if ms is None:
-        return ""
-    try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return str(ms)
-    if utc:
-        return t.strftime("%Y-%m-%d %H:%M:%S") + "Z"
-    return t.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-
-
-def local_offset() -> str:
-    return _dt.datetime.now().astimezone().strftime("%z")
+from forensics import Table, safe
+from forensics.model import operation_class
 
 
 @dataclass
 class VerdictInfo:
-    """What the list needs of a replay verdict (forensics.replay.windows.CommitVerdict)."""
+    """What the views need of a replay verdict (a `ReplayReport.verdicts` value)."""
 
     verdict: str
     winning_version: int | None = None
     exception: str | None = None
     rule: str | None = None
     certainty: str | None = None
-    raw: Any = None  # the CommitVerdict itself (to_dict for export)
+    reordered_before: list[int] = field(default_factory=list)  # blind appends it was serialized before
+    raw: Any = None  # the verdict itself (to_dict for export)
 
     @classmethod
     def of(cls, v: Any) -> "VerdictInfo":
@@ -78,11 +35,12 @@ class VerdictInfo:
             exception=getattr(v, "exception", None),
             rule=getattr(v, "rule", None),
             certainty=getattr(v, "certainty", None),
+            reordered_before=list(getattr(v, "reordered_before", None) or []),
             raw=v,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        if self.raw is not None and hasattr(self.raw, "to_dict"):
+        if self.raw is not None:
             return self.raw.to_dict()
         return {"verdict": self.verdict, "winningVersion": self.winning_version, "exception": self.exception, "rule": self.rule}
 
@@ -111,8 +69,10 @@ class Rows:
     _hay: list[str] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_commits(cls, commits: pl.DataFrame) -> "Rows":
-        c = commits.sort("version")
+    def from_table(cls, table: Table) -> "Rows":
+        """The columns the list shows, straight from the commit index: `Table.history()` decodes
+        every row into a dict, seconds at 100k versions; these are a dozen `to_list()` calls."""
+        c = table.commit_index().sort("version")
         rows = cls(
             version=c["version"].to_list(),
             timestamp=c["timestamp"].to_list(),
@@ -152,7 +112,7 @@ class Rows:
             params = json.loads(self.params[i]) if self.params[i] else {}
         except ValueError:
             params = {}
-        return op_class(self.operation[i], params if isinstance(params, dict) else {}, self.blind[i])
+        return operation_class(self.operation[i], params if isinstance(params, dict) else {})
 
     def verdict_of(self, i: int) -> VerdictInfo | None:
         return self.verdicts.get(self.version[i])

@@ -59,8 +59,9 @@ def _winner_commit_info(w: WinningCommit) -> str | None:
 
 def _message(txn: Transaction, w: WinningCommit, out: CheckOutcome, st: CheckState,
              table_name: str | None) -> tuple[str, str | None]:
-    adds_only_no_field = bool(w.adds) and not w.removes and w.is_blind_append is None and (
-        w.commit is None or w.commit.has_commit_info)
+    # No isBlindAppend field, whether the commitInfo lacks it or there is no commitInfo at all
+    # (WinningCommitSummary reads `isBlindAppend` from an Option of the commitInfo, conflict-rules §7.1).
+    adds_only_no_field = bool(w.adds) and not w.removes and w.is_blind_append is None
     detail = out.detail
     if out.exception == "ProtocolChangedException" and st.profile.engine == "delta-rs":
         detail = detail or "protocol changed"

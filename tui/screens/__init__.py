@@ -1,1 +1,1 @@
-"""Screens pushed over the version list (q or Esc goes back)."""
+"""The TUI's screens: the main one (versions and panes), the views pushed over it (q or Esc goes back), help."""

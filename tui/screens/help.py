@@ -4,15 +4,28 @@ from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widget import Widget
 from textual.widgets import Static
 
 
-def help_renderable(focused: Widget | None, bindings: list[tuple[str, str, str]]) -> Table:
+def active_keys(app: App, screen: Screen) -> list[tuple[str, str, str]]:
+    """(key, what it does, which widget owns it) for every described binding active on `screen`."""
+    seen: set[tuple[str, str]] = set()
+    keys: list[tuple[str, str, str]] = []
+    for ab in screen.active_bindings.values():
+        b = ab.binding
+        if not b.description or (b.action, b.description) in seen:
+            continue
+        seen.add((b.action, b.description))
+        keys.append((app.get_key_display(b), b.description, type(ab.node).__name__))
+    return keys
+
+
+def help_renderable(bindings: list[tuple[str, str, str]]) -> Table:
     t = Table.grid(padding=(0, 2))
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column()
@@ -40,7 +53,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(Text(f"Help: {name}", style="bold"), id="help-title")
             yield Static(Text(doc + "\n"), id="help-doc")
-            yield Static(help_renderable(self.focused_widget, self.bindings), id="help-keys")
+            yield Static(help_renderable(self.bindings), id="help-keys")
             yield Static(Text("\nq / Esc closes this help", style="dim"))
 
     def action_dismiss_help(self) -> None:

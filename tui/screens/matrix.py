@@ -11,15 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.data import OP_CLASSES, Rows
+from forensics.model import OPERATION_CLASSES
+from tui.data import Rows
+from tui.screens.view import ViewScreen
 
 # Delta docs "Write conflicts" without row-level concurrency (spec §11, [doc]).
 DOCS: dict[frozenset[str], str] = {
@@ -31,6 +32,8 @@ DOCS: dict[frozenset[str], str] = {
     frozenset({"OPTIMIZE"}): "can conflict in Serializable and WriteSerializable",
 }
 OUTCOMES = ("clean", "reordered", "anomaly", "skipped", "unreplayed")
+#: The classes of the docs' table (INSERT, UPDATE/DELETE/MERGE, OPTIMIZE) always show; others when observed.
+DOC_CLASSES = tuple(c for c in OPERATION_CLASSES if any(c in pair for pair in DOCS))
 
 
 @dataclass
@@ -56,20 +59,19 @@ class Matrix:
 def build_matrix(rows: Rows) -> Matrix:
     """Count (txn class, winner class) pairs per outcome over every window."""
     classes = {i: rows.op_class(i) for i in range(len(rows.version)) if rows.window_size(i)}
-    m = Matrix(list(OP_CLASSES))
+    m = Matrix(list(DOC_CLASSES))
     cls_cache: dict[int, str] = {}
 
     def cls_of(v: int) -> str:
         if v not in cls_cache:
             j = rows.index_of(v)
-            cls_cache[v] = rows.op_class(j) if j is not None else "OTHER"
+            cls_cache[v] = rows.op_class(j) if j is not None else "UNKNOWN"
         return cls_cache[v]
 
     for i, a in classes.items():
         v = rows.version[i]
         vi = rows.verdicts.get(v)
-        raw = vi.raw if vi is not None else None
-        reordered = set(getattr(raw, "reordered_before", None) or [])
+        reordered = set(vi.reordered_before) if vi is not None else set()
         for w in rows.window(i):
             b = cls_of(w)
             if vi is None:
@@ -80,17 +82,16 @@ def build_matrix(rows: Rows) -> Matrix:
                 outcome = "reordered" if (not reordered or w in reordered) else "clean"
             else:
                 outcome = vi.verdict
-            for c in (a, b):
-                if c not in m.classes:
-                    m.classes.append(c)
             cell = m.cells.setdefault((a, b), {})
             cell[outcome] = cell.get(outcome, 0) + 1
             m.examples.setdefault((a, b), []).append(v)
+    seen = {c for pair in m.cells for c in pair}
+    m.classes = [c for c in OPERATION_CLASSES if c in DOC_CLASSES or c in seen]
     return m
 
 
-def matrix_table(m: Matrix, isolation_note: str) -> Table:
-    t = Table(title=f"Concurrent pairs by outcome  (row: the committing transaction; column: a commit inside its window){isolation_note}",
+def matrix_table(m: Matrix, isolation_note: str) -> RichTable:
+    t = RichTable(title=f"Concurrent pairs by outcome  (row: the committing transaction; column: a commit inside its window){isolation_note}",
               title_justify="left", show_lines=True, header_style="bold", expand=True)
     t.add_column("txn ↓ / winner →", style="bold", no_wrap=True)
     for c in m.classes:
@@ -114,11 +115,11 @@ def matrix_table(m: Matrix, isolation_note: str) -> Table:
     return t
 
 
-class MatrixScreen(Screen[None]):
+class MatrixScreen(ViewScreen):
     BINDINGS = [Binding("escape,q", "back", "back")]
 
-    def __init__(self, rows: Rows, isolation_note: str = "") -> None:
-        super().__init__(id="matrix")
+    def __init__(self, location: str, rows: Rows, isolation_note: str = "") -> None:
+        super().__init__(location, id="matrix")
         self.rows = rows
         self.matrix = build_matrix(rows)
         self.isolation_note = isolation_note
@@ -137,5 +138,5 @@ class MatrixScreen(Screen[None]):
     def action_back(self) -> None:
         self.dismiss(None)
 
-    def export_json(self) -> dict[str, Any]:
-        return self.matrix.to_dict()
+    def export_payload(self) -> tuple[str, dict[str, Any]]:
+        return "matrix", self.matrix.to_dict()

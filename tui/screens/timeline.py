@@ -1,247 +1,47 @@
-"""Timeline: each concurrency window as a bar from readVersion to the version it landed at.
+"""Timeline screen: the concurrency windows as bars, and the aborted attempts evidence reveals.
 
-Conflicts (anomalies: the rules say a winner should have aborted it) are marked ✗ at the
-winner, WriteSerializable reorders ↺ at the blind appends it was serialized before, and
-aborted attempts from evidence (orphan files, error texts) get their own bars, placed by time.
+Finding aborted attempts walks the table's data files, so the screen looks for them in its own
+worker: the windows show at once and the attempts' bars join when found. Enter on a bar
+closes the screen with its version selected in the list.
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass, field
 from typing import Any
 
-from rich.segment import Segment
-from rich.style import Style
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.geometry import Size
-from textual.message import Message
-from textual.reactive import reactive
-from textual.screen import Screen
-from textual.scroll_view import ScrollView
-from textual.strip import Strip
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
-from forensics import safe
+from forensics import Table, error_line, safe
 from tui.data import Rows
-
-LABEL_W = 30
-VERDICT_STYLE = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "aborted": "red", None: "cyan"}
-
-
-@dataclass
-class Bar:
-    kind: str  # "commit" | "attempt"
-    lo: int  # readVersion (or the last version before the attempt started)
-    hi: int  # the version it landed at (or the last version before it was last seen)
-    label: str
-    version: int | None = None
-    verdict: str | None = None
-    marks: dict[int, tuple[str, str]] = field(default_factory=dict)  # version -> (char, style)
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "version": self.version, "readVersion": self.lo, "end": self.hi, "verdict": self.verdict,
-                "marks": {str(k): v[0] for k, v in self.marks.items()}, **self.detail}
+from tui.messages import EvidenceDone, JumpTo
+from tui.screens.view import ViewScreen
+from tui.widgets.timeline_view import TimelineView, build_bars
 
 
-def build_bars(rows: Rows, attempts: list[Any] | None = None, all_commits: bool = False) -> list[Bar]:
-    """Bars for windows (readVersion < version-1), or every commit with a readVersion."""
-    bars: list[Bar] = []
-    for i, v in enumerate(rows.version):
-        r = rows.read_version[i]
-        w = rows.window_size(i)
-        if r is None or (not w and not all_commits):
-            continue
-        vi = rows.verdicts.get(v)
-        marks: dict[int, tuple[str, str]] = {}
-        if vi is not None:
-            raw = vi.raw
-            if vi.verdict == "anomaly" and vi.winning_version is not None:
-                marks[vi.winning_version] = ("✗", "bold red")
-            for b in getattr(raw, "reordered_before", None) or []:
-                marks[b] = ("↺", "bold yellow")
-        bars.append(
-            Bar("commit", r, v, f"v{v} {safe.inert(rows.operation[i] or '—', 18)}", v, vi.verdict if vi else None, marks,
-                {"exception": vi.exception if vi else None, "winningVersion": vi.winning_version if vi else None})
-        )
-    for a in attempts or []:
-        bars.append(attempt_bar(rows, a))
-    bars.sort(key=lambda b: (b.hi, b.kind != "commit", b.lo))
-    return bars
-
-
-def attempt_bar(rows: Rows, a: Any) -> Bar:
-    """An aborted attempt placed by its first/last-seen times (ms) against commit timestamps."""
-    ts = [t if t is not None else 0 for t in rows.timestamp]
-    first, last = getattr(a, "first_seen", None), getattr(a, "last_seen", None)
-    rv = getattr(a, "read_version", None)
-    if rv is None:
-        k = bisect.bisect_right(ts, first or 0) - 1
-        rv = rows.version[max(k, 0)] if rows.version else 0
-    k2 = bisect.bisect_left(ts, last or first or 0)
-    hi = rows.version[min(k2, len(rows.version) - 1)] if rows.version else rv
-    hi = max(hi, rv)
-    exc = getattr(a, "likely_exception", None)
-    parts = getattr(a, "partitions", None) or []
-    label = f"✗ attempt {safe.inert(exc or '', 16)}".rstrip()
-    return Bar("attempt", rv, hi, label, None, "aborted", {}, {"exception": exc, "partitions": parts, "firstSeen": first, "lastSeen": last})
-
-
-class TimelineView(ScrollView, can_focus=True):
-    """One bar per window; j/k select, Enter opens the version, +/- zoom, h/l pan, 0 resets."""
-
-    HELP = "Timeline: bars from readVersion (├) to the version the commit landed at (●).\n✗ marks the winner of a conflict, ↺ a blind append the commit was reordered before,\nred bars are aborted attempts found as evidence. +/- zoom, h/l pan, 0 resets, Enter opens the version."
-    BINDINGS = [
-        Binding("j,down", "move(1)", "down", show=False),
-        Binding("k,up", "move(-1)", "up", show=False),
-        Binding("g,home", "move(-1000000000)", "top", show=False),
-        Binding("G,end", "move(1000000000)", "bottom", show=False),
-        Binding("plus,equals_sign", "zoom(0.5)", "zoom in"),
-        Binding("minus", "zoom(2)", "zoom out"),
-        Binding("h,left", "pan(-1)", "pan", show=False),
-        Binding("l,right", "pan(1)", "pan", show=False),
-        Binding("0", "reset", "reset zoom"),
-        Binding("enter", "open", "open version"),
-    ]
-    cursor: reactive[int] = reactive(0)
-
-    class Opened(Message):
-        def __init__(self, version: int | None) -> None:
-            self.version = version
-            super().__init__()
-
-    def __init__(self, bars: list[Bar], id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.bars = bars
-        self.reset_axis()
-
-    def reset_axis(self) -> None:
-        if self.bars:
-            self.a0 = min(b.lo for b in self.bars)
-            self.a1 = max(b.hi for b in self.bars)
-        else:
-            self.a0, self.a1 = 0, 1
-
-    def on_mount(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.bars) + 1)
-
-    def on_resize(self) -> None:
-        self.virtual_size = Size(self.size.width, len(self.bars) + 1)
-
-    def action_move(self, d: int) -> None:
-        if self.bars:
-            self.cursor = max(0, min(self.cursor + d, len(self.bars) - 1))
-
-    def watch_cursor(self, old: int, new: int) -> None:
-        body = max(self.size.height - 1, 1)
-        top = int(self.scroll_y)
-        if new < top:
-            self.scroll_to(y=new, animate=False, immediate=True)
-        elif new >= top + body:
-            self.scroll_to(y=new - body + 1, animate=False, immediate=True)
-        self.refresh()
-
-    def action_zoom(self, factor: float) -> None:
-        if not self.bars:
-            return
-        b = self.bars[self.cursor]
-        center = (b.lo + b.hi) / 2
-        span = max((self.a1 - self.a0) * factor, 2)
-        self.a0 = int(center - span / 2)
-        self.a1 = int(center + span / 2) + 1
-        self.refresh()
-
-    def action_pan(self, d: int) -> None:
-        step = max((self.a1 - self.a0) // 4, 1) * d
-        self.a0 += step
-        self.a1 += step
-        self.refresh()
-
-    def action_reset(self) -> None:
-        self.reset_axis()
-        self.refresh()
-
-    def action_open(self) -> None:
-        if self.bars:
-            self.post_message(self.Opened(self.bars[self.cursor].version))
-
-    @property
-    def selected(self) -> Bar | None:
-        return self.bars[self.cursor] if self.bars else None
-
-    def _x(self, v: float, w: int) -> int:
-        return round((v - self.a0) / max(self.a1 - self.a0, 1) * (w - 1))
-
-    def bar_text(self, idx: int, width: int | None = None) -> str:
-        return "".join(s.text for s in self._bar_segments(self.bars[idx], width or self.size.width or 120, Style()))
-
-    def _bar_segments(self, b: Bar, width: int, base: Style) -> list[Segment]:
-        w = max(width - LABEL_W - 1, 10)
-        cells = [(" ", base)] * w
-        st = base + Style.parse(VERDICT_STYLE.get(b.verdict, "cyan"))
-        x0, x1 = self._x(b.lo, w), self._x(b.hi, w)
-        fill = "┄" if b.kind == "attempt" else "─"
-        for x in range(max(x0, 0), min(x1, w - 1) + 1):
-            cells[x] = (fill, st)
-        if 0 <= x0 < w:
-            cells[x0] = ("├", st)
-        if 0 <= x1 < w:
-            cells[x1] = ("✗" if b.kind == "attempt" else "●", st)
-        for v, (ch, style) in b.marks.items():
-            x = self._x(v, w)
-            if 0 <= x < w:
-                cells[x] = (ch, base + Style.parse(style))
-        label = b.label[: LABEL_W - 1].ljust(LABEL_W)
-        segs = [Segment(label + " ", base + (Style(color="red") if b.kind == "attempt" else Style()))]
-        segs += [Segment(ch, s) for ch, s in cells]
-        return segs
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        base = self.rich_style
-        if y == 0:
-            w = max(width - LABEL_W - 1, 10)
-            ruler = [" "] * w
-            for v in (self.a0, (self.a0 + self.a1) // 2, self.a1):
-                t = f"v{v}"
-                x = min(max(self._x(v, w) - len(t) // 2, 0), w - len(t))
-                ruler[x : x + len(t)] = list(t)
-            head = f"{len(self.bars)} bar(s)".ljust(LABEL_W) + " " + "".join(ruler)
-            return Strip([Segment(head.ljust(width)[:width], base + Style(bold=True, underline=True))])
-        i = int(self.scroll_y) + y - 1
-        if i >= len(self.bars):
-            if not self.bars and y == 2:
-                return Strip([Segment("  no concurrency windows: every commit read the version just before it".ljust(width)[:width], base + Style(dim=True))])
-            return Strip([Segment(" " * width, base)])
-        row_base = base + (Style(reverse=True) if i == self.cursor and self.has_focus else Style(bgcolor="grey23") if i == self.cursor else Style())
-        return Strip(self._bar_segments(self.bars[i], width, row_base)).crop(0, width).extend_cell_length(width, row_base)
-
-
-class TimelineScreen(Screen[int | None]):
+class TimelineScreen(ViewScreen):
     """Concurrency windows over versions; dismisses with the version to open (or None)."""
 
     BINDINGS = [Binding("escape,q", "back", "back"), Binding("a", "toggle_all", "all commits")]
 
-    def __init__(self, rows: Rows, attempts: list[Any] | None, evidence_note: str) -> None:
-        super().__init__(id="timeline")
+    def __init__(self, location: str, table: Table, rows: Rows) -> None:
+        super().__init__(location, id="timeline")
+        self.table = table
         self.rows = rows
-        self.attempts = attempts
-        self.evidence_note = evidence_note
+        self.attempts: list[Any] | None = None
+        self.evidence_note = "evidence: looking for aborted attempts…"
         self.all_commits = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="timeline-title", classes="screen-title")
-        yield TimelineView(build_bars(self.rows, self.attempts), id="timeline-view")
+        yield TimelineView(build_bars(self.rows), id="timeline-view")
         yield Footer()
 
-    def _title(self):
-        from rich.text import Text
-
-        counts = {}
-        for v in self.rows.verdicts.values():
-            counts[v.verdict] = counts.get(v.verdict, 0) + 1
+    def _title(self) -> Text:
         t = Text("Timeline  ", style="bold")
         t.append("├─● window   ", style="cyan")
         t.append("✗ conflict winner   ", style="bold red")
@@ -252,21 +52,42 @@ class TimelineScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         self.query_one(TimelineView).focus()
+        self.find_attempts()
+
+    @work(thread=True, exclusive=True, group="evidence")
+    def find_attempts(self) -> None:
+        """Orphan data files and stray commit files, grouped into aborted attempts (`Table.evidence`)."""
+        try:
+            attempts = list(self.table.evidence().attempts)
+            done = EvidenceDone(attempts, f"evidence: {len(attempts)} aborted attempt(s)")
+        except Exception as e:  # noqa: BLE001 - a ForensicsError as documented, anything else with its type; the windows stand alone
+            done = EvidenceDone(None, f"evidence: {error_line(e)}")
+        if not get_current_worker().is_cancelled:
+            self.post_message(done)
+
+    def on_evidence_done(self, event: EvidenceDone) -> None:
+        self.attempts, self.evidence_note = event.attempts, event.note
+        self.query_one("#timeline-title", Static).update(self._title())
+        if event.attempts:
+            self._show_bars()
 
     def action_toggle_all(self) -> None:
         self.all_commits = not self.all_commits
-        view = self.query_one(TimelineView)
-        view.bars = build_bars(self.rows, self.attempts, self.all_commits)
-        view.cursor = 0
-        view.reset_axis()
-        view.virtual_size = Size(view.size.width, len(view.bars) + 1)
-        view.refresh()
+        self._show_bars()
 
-    def on_timeline_view_opened(self, event: TimelineView.Opened) -> None:
+    def _show_bars(self) -> None:
+        self.query_one(TimelineView).set_bars(build_bars(self.rows, self.attempts, self.all_commits))
+
+    def on_jump_to(self, event: JumpTo) -> None:
+        event.stop()
         self.dismiss(event.version)
 
     def action_back(self) -> None:
         self.dismiss(None)
 
-    def export_json(self) -> dict[str, Any]:
-        return {"view": "timeline", "bars": [b.to_dict() for b in self.query_one(TimelineView).bars]}
+    def export_payload(self) -> tuple[str, dict[str, Any]]:
+        return "timeline", {"view": "timeline", "bars": [b.to_dict() for b in self.query_one(TimelineView).bars]}
+
+    def selection(self) -> dict[str, Any] | None:
+        bar = self.query_one(TimelineView).selected
+        return bar.to_dict() if bar is not None else None

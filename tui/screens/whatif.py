@@ -1,7 +1,7 @@
 """What-if form: the `whatif` command as a form, the result shown inline.
 
-"What if a transaction had read version R and tried to commit now?" The check runs in a
-worker (it may need the table state at R); the form stays usable meanwhile.
+"What if a transaction had read version R and tried to commit now?" The check runs in the
+screen's worker (it may need the table state at R); the form stays usable meanwhile.
 """
 
 from __future__ import annotations
@@ -14,31 +14,20 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.worker import get_current_worker
 
-from forensics import safe
-
-OPERATIONS_FALLBACK = ("INSERT", "APPEND", "OVERWRITE", "WRITE", "DELETE", "UPDATE", "MERGE", "OPTIMIZE", "SET TBLPROPERTIES", "ADD COLUMNS", "STREAMING UPDATE")
-ISOLATION = ("Serializable", "WriteSerializable", "SnapshotIsolation")
-
-
-def _operations() -> tuple[str, ...]:
-    try:
-        from forensics.replay.whatif import OPERATIONS
-
-        return tuple(OPERATIONS)
-    except ImportError:
-        return OPERATIONS_FALLBACK
-
-
-def _profiles() -> tuple[str, ...]:
-    try:
-        from forensics.rules import PROFILES
-
-        return tuple(PROFILES)
-    except ImportError:
-        return ()
+from forensics import (
+    ISOLATION_LEVELS,
+    OPERATIONS,
+    PROFILES,
+    Table,
+    WhatIfRequest,
+    error_line,
+    safe,
+)
+from tui.messages import WhatIfDone
+from tui.screens.view import ViewScreen
 
 
 def parse_partitions(text: str) -> list[dict[str, str]]:
@@ -57,7 +46,7 @@ def parse_partitions(text: str) -> list[dict[str, str]]:
 
 
 def result_text(res: Any) -> Text:
-    j = res.to_dict() if hasattr(res, "to_dict") else dict(res)
+    j = res.to_dict()
     style = {"commit": "bold green", "clean": "bold green", "abort": "bold red", "reordered": "bold yellow"}.get(str(j.get("verdict")), "bold")
     t = Text()
     t.append(f"verdict: {safe.inert(j.get('verdict'), 40)}", style=style)
@@ -75,14 +64,14 @@ def result_text(res: Any) -> Text:
     return t
 
 
-class WhatIfScreen(Screen[None]):
+class WhatIfScreen(ViewScreen):
     """Fill the form, ctrl+r (or the Run button) runs it; q/Esc goes back."""
 
     BINDINGS = [Binding("escape,q", "back", "back"), Binding("ctrl+r", "run", "run", priority=True)]
 
-    def __init__(self, log: Any, read_version: int | None) -> None:
-        super().__init__(id="whatif")
-        self.table_log = log
+    def __init__(self, location: str, table: Table, read_version: int | None) -> None:
+        super().__init__(location, id="whatif")
+        self.table = table
         self.read_version = read_version
         self.last_result: Any = None
 
@@ -95,7 +84,7 @@ class WhatIfScreen(Screen[None]):
                     yield Input(str(self.read_version if self.read_version is not None else ""), id="wi-read", type="integer")
                 with Vertical():
                     yield Label("operation")
-                    yield Select([(o, o) for o in _operations()], value="MERGE", allow_blank=False, id="wi-op")
+                    yield Select([(o, o) for o in OPERATIONS], value="MERGE", allow_blank=False, id="wi-op")
                 with Vertical():
                     yield Label("mode (WRITE)")
                     yield Select([("Append", "Append"), ("Overwrite", "Overwrite")], prompt="(none)", id="wi-mode")
@@ -109,10 +98,10 @@ class WhatIfScreen(Screen[None]):
             with Horizontal(classes="form-row"):
                 with Vertical():
                     yield Label("isolation level")
-                    yield Select([(i, i) for i in ISOLATION], prompt="(table's)", id="wi-iso")
+                    yield Select([(i, i) for i in ISOLATION_LEVELS], prompt="(table's)", id="wi-iso")
                 with Vertical():
                     yield Label("rules")
-                    yield Select([(p, p) for p in _profiles()], prompt="(from engineInfo)", id="wi-rules")
+                    yield Select([(p, p) for p in PROFILES], prompt="(from engineInfo)", id="wi-rules")
                 with Vertical():
                     yield Label("until version")
                     yield Input(placeholder="latest", id="wi-until", type="integer")
@@ -126,9 +115,7 @@ class WhatIfScreen(Screen[None]):
                 inp.cursor_blink = False
         self.query_one("#wi-read", Input).focus()
 
-    def request(self):
-        from forensics.replay.whatif import WhatIfRequest
-
+    def request(self) -> WhatIfRequest:
         def val(sel_id: str) -> str | None:
             v = self.query_one(sel_id, Select).value
             return v if isinstance(v, str) else None  # Select.NULL / BLANK: nothing chosen
@@ -157,9 +144,6 @@ class WhatIfScreen(Screen[None]):
         out = self.query_one("#wi-result", Static)
         try:
             req = self.request()
-        except ImportError:
-            out.update(Text("what-if not available yet (forensics.replay.whatif is missing)", style="yellow"))
-            return
         except ValueError:
             out.update(Text("read version must be a whole number", style="red"))
             return
@@ -167,26 +151,24 @@ class WhatIfScreen(Screen[None]):
         self.run_whatif(req)
 
     @work(thread=True, exclusive=True, group="whatif")
-    def run_whatif(self, req: Any) -> None:
-        from forensics.replay.whatif import whatif
-
+    def run_whatif(self, req: WhatIfRequest) -> None:
         try:
-            res = whatif(self.table_log, req)
-        except Exception as e:  # noqa: BLE001 - shown in the form, never a crash
-            msg = e.one_line() if hasattr(e, "one_line") else f"{type(e).__name__}: {e}"
-            self.app.call_from_thread(self._show_error, msg)
-            return
-        self.app.call_from_thread(self._show, res)
+            done = WhatIfDone(result=self.table.whatif(req))
+        except Exception as e:  # noqa: BLE001 - a ForensicsError as documented, anything else with its type; shown in the form
+            done = WhatIfDone(error=error_line(e))
+        if not get_current_worker().is_cancelled:
+            self.post_message(done)
 
-    def _show(self, res: Any) -> None:
-        self.last_result = res
-        self.query_one("#wi-result", Static).update(result_text(res))
-
-    def _show_error(self, msg: str) -> None:
-        self.query_one("#wi-result", Static).update(Text(safe.inert(msg, 1000), style="red"))
+    def on_what_if_done(self, event: WhatIfDone) -> None:
+        out = self.query_one("#wi-result", Static)
+        if event.result is not None:
+            self.last_result = event.result
+            out.update(result_text(event.result))
+        else:
+            out.update(Text(safe.inert(event.error, 1000), style="red"))
 
     def action_back(self) -> None:
         self.dismiss(None)
 
-    def export_json(self) -> dict[str, Any]:
-        return {"view": "whatif", "result": self.last_result.to_dict() if self.last_result is not None else None}
+    def export_payload(self) -> tuple[str, dict[str, Any]]:
+        return "whatif", {"view": "whatif", "result": self.last_result.to_dict() if self.last_result is not None else None}

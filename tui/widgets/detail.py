@@ -1,8 +1,8 @@
 """The detail pane: one version's commitInfo, decoded parameters, actions and read/write sets.
 
 Everything from the log is rendered through forensics.safe (Text objects, never markup). The
-read/write sets can need the table state at the read version, so they are built in a worker
-and arrive a moment after the rest.
+read/write sets can need the table state at the read version, so the pane builds them in its
+own worker and they arrive a moment after the rest.
 """
 
 from __future__ import annotations
@@ -12,19 +12,21 @@ from typing import Any
 
 import polars as pl
 from rich.console import Group, RenderableType
-from rich.table import Table
+from rich.table import Table as RichTable
 from rich.text import Text
+from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from forensics import safe
-from tui.data import fmt_time
+from forensics import Table, error_line, safe
+from forensics.times import fmt_time
+from tui.messages import SetsDone
 
 ACTION_LIMIT = 200
 
 
-def kv_table(pairs: list[tuple[str, Any]], title: str | None = None) -> Table:
-    t = Table.grid(padding=(0, 1))
+def kv_table(pairs: list[tuple[str, Any]], title: str | None = None) -> RichTable:
+    t = RichTable.grid(padding=(0, 1))
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column(overflow="fold")
     for k, v in pairs:
@@ -54,7 +56,7 @@ def commit_info_block(rec: Any, utc: bool, window: list[int]) -> RenderableType:
     if window:
         rv_text.append(f"  (window v{window[0]}–v{window[-1]}, {len(window)} concurrent)", style="yellow")
     pairs: list[tuple[str, Any]] = [
-        ("timestamp", Text(fmt_time(rec.timestamp, utc) + ("" if utc else " local"))),
+        ("timestamp", Text(fmt_time(rec.timestamp, utc))),
         ("inCommitTimestamp", Text(fmt_time(rec.in_commit_timestamp, utc)) if rec.in_commit_timestamp else None),
         ("operation", rec.operation),
         ("readVersion", rv_text),
@@ -92,7 +94,7 @@ def metrics_block(rec: Any) -> RenderableType | None:
 
 
 def actions_block(actions: pl.DataFrame, others: pl.DataFrame) -> RenderableType:
-    t = Table(header_style="bold", pad_edge=False, expand=False, show_edge=False, box=None)
+    t = RichTable(header_style="bold", pad_edge=False, expand=False, show_edge=False, box=None)
     for col, just in (("kind", "left"), ("path", "left"), ("partition", "left"), ("size", "right"), ("dataChange", "left"), ("DV", "left")):
         t.add_column(col, justify=just, overflow="fold" if col == "path" else "ellipsis")
     for r in actions.head(ACTION_LIMIT).iter_rows(named=True):
@@ -123,8 +125,8 @@ def actions_block(actions: pl.DataFrame, others: pl.DataFrame) -> RenderableType
 
 
 def sets_block(sets: Any) -> RenderableType:
-    """Read and write sets with their exact/inferred labels (forensics.sets.commit_sets.CommitSets)."""
-    j = sets.to_dict() if hasattr(sets, "to_dict") else {}
+    """Read and write sets with their exact/inferred labels (`Table.commit_sets`)."""
+    j = sets.to_dict()
     r, w = j.get("read", {}), j.get("write", {})
     read_pairs: list[tuple[str, Any]] = [
         ("partition predicate", r.get("partition_predicate") or Text("none recorded (blind append)" if r.get("partition_predicate") is None else "", style="dim")),
@@ -178,13 +180,17 @@ class DetailPane(VerticalScroll, can_focus=True):
     DetailPane { padding: 0 1; }
     """
 
+    version: int | None = None
+
     def compose(self):
         yield Static(Text("select a version", style="dim"), id="detail-body")
         yield Static("", id="detail-sets")
         yield Static("", id="detail-actions")
 
-    def show(self, log: Any, version: int, *, utc: bool, window: list[int], verdict: Any | None, findings: list[Any]) -> None:
-        rec = log.record(version)
+    def show(self, table: Table, version: int, *, utc: bool, window: list[int], verdict: Any | None) -> None:
+        """Render `version` now; its read/write sets follow from a worker."""
+        self.version = version
+        rec = table.commit(version)
         head = Text(f"version {version}", style="bold")
         head.append("  ")
         head.append(safe.text(rec.operation or "(no operation)", "bold magenta", 60))
@@ -197,18 +203,27 @@ class DetailPane(VerticalScroll, can_focus=True):
         m = metrics_block(rec)
         if m is not None:
             parts.append(m)
-        mine = [f for f in findings if f.version == version]
+        mine = [f for f in table.findings if f.version == version]
         if mine:
             ft = Text()
             for f in mine:
                 ft.append(safe.inert(f.one_line(), 500) + "\n", style={"error": "red", "warning": "yellow"}.get(f.severity, "dim"))
             parts.append(_titled("findings", ft))
         self.query_one("#detail-body", Static).update(Group(*parts))
-        self.query_one("#detail-actions", Static).update(actions_block(log.actions_of(version), log.others_of(version)))
-        self.set_sets_state(Text("read/write sets: computing…", style="dim italic"))
+        self.query_one("#detail-actions", Static).update(actions_block(table.actions(version), table.other_actions(version)))
+        self.query_one("#detail-sets", Static).update(Text("read/write sets: computing…", style="dim italic"))
+        self.compute_sets(table, version)
 
-    def set_sets_state(self, r: RenderableType) -> None:
-        self.query_one("#detail-sets", Static).update(r)
+    @work(thread=True, exclusive=True, group="sets")
+    def compute_sets(self, table: Table, version: int) -> None:
+        try:
+            self.post_message(SetsDone(version, sets=table.commit_sets(version)))
+        except Exception as e:  # noqa: BLE001 - a ForensicsError as documented, anything else with its type; the rest of the pane stands
+            self.post_message(SetsDone(version, error=f"read/write sets: {error_line(e)}"))
 
-    def show_sets(self, sets: Any) -> None:
-        self.set_sets_state(sets_block(sets))
+    def on_sets_done(self, event: SetsDone) -> None:
+        event.stop()
+        if event.version != self.version:
+            return  # the cursor moved on meanwhile
+        out = self.query_one("#detail-sets", Static)
+        out.update(sets_block(event.sets) if event.sets is not None else Text(safe.inert(event.error, 500), style="dim"))

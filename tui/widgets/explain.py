@@ -1,7 +1,8 @@
 """The explain pane: the `explain` command's narrative for the selected version.
 
-forensics.analysis.explain may not exist yet in a given build; then the pane says so and tells what the
-replay verdict alone shows. The winning commit is one keypress away (`w`).
+The narrative replays the version's window and looks for defeated attempts (evidence), which
+can take a moment, so the pane computes it in its own worker and keeps every one it has built
+for this table. The winning commit is one keypress away (`w`).
 """
 
 from __future__ import annotations
@@ -10,18 +11,13 @@ from typing import Any
 
 from rich.style import Style
 from rich.text import Text
+from textual import work
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+from textual.worker import get_current_worker
 
-from forensics import safe
-
-
-def explain_available() -> bool:
-    try:
-        from forensics.analysis.explain import explain_version  # noqa: F401
-    except ImportError:
-        return False
-    return True
+from forensics import Table, error_line, safe
+from tui.messages import ExplainDone
 
 
 def narrative_text(lines: list[tuple[str, str]]) -> Text:
@@ -36,24 +32,6 @@ def narrative_text(lines: list[tuple[str, str]]) -> Text:
     return out
 
 
-def fallback_lines(version: int, read_version: int | None, window: list[int], verdict: Any | None) -> list[tuple[str, str]]:
-    """What the replay verdict alone says, when forensics.analysis.explain is missing."""
-    lines: list[tuple[str, str]] = [("dim italic", "explain not available yet (forensics.analysis.explain is missing): replay verdict only"), ("", "")]
-    if read_version is None:
-        lines.append(("", f"version {version} recorded no readVersion: its concurrency window is unknown."))
-    elif not window:
-        lines.append(("", f"version {version} read version {read_version}: no commit landed in between, nothing to check."))
-    else:
-        lines.append(("", f"version {version} read version {read_version}; {len(window)} commit(s) landed in between: v{window[0]}–v{window[-1]}."))
-    if verdict is not None:
-        j = verdict.to_dict()
-        lines.append(("bold", f"verdict: {verdict.verdict}"))
-        for k in ("exception", "rule", "winning_version", "partition", "file", "why", "likely_reason"):
-            if j.get(k) not in (None, "", []):
-                lines.append(("", f"{k}: {j[k]}"))
-    return lines
-
-
 class ExplainPane(VerticalScroll, can_focus=True):
     """Narrative for the selected version; `w` jumps to the winning commit."""
 
@@ -62,11 +40,51 @@ class ExplainPane(VerticalScroll, can_focus=True):
     ExplainPane { padding: 0 1; }
     """
 
+    def __init__(self, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.table: Table | None = None
+        self.version: int | None = None
+        self.explanations: dict[int, Any] = {}
+        self.pending: int | None = None  # the version the worker is explaining
+
     def compose(self):
         yield Static(Text("select a version", style="dim"), id="explain-body")
 
-    def set_lines(self, lines: list[tuple[str, str]]) -> None:
+    def show(self, table: Table, version: int) -> None:
+        """The narrative of `version`: at once when built before, else from the worker."""
+        if table is not self.table:
+            self.table, self.explanations, self.pending = table, {}, None
+        self.version = version
+        if version in self.explanations:
+            self._set_lines(self.explanations[version].lines())
+        elif version != self.pending:
+            self._set_message(f"explaining version {version}…")
+            self.pending = version
+            self.compute(table, version)
+
+    @work(thread=True, exclusive=True, group="explain")
+    def compute(self, table: Table, version: int) -> None:
+        try:
+            done = ExplainDone(version, explanation=table.explain(version))
+        except Exception as e:  # noqa: BLE001 - a ForensicsError as documented, anything else with its type
+            done = ExplainDone(version, error=error_line(e))
+        if not get_current_worker().is_cancelled:  # a newer request (another version, a reloaded table) took over
+            self.post_message(done)
+
+    def on_explain_done(self, event: ExplainDone) -> None:
+        """Show it if still wanted; the message goes on up (the version list learns the winner)."""
+        self.pending = None
+        if event.explanation is not None:
+            self.explanations[event.version] = event.explanation
+        if event.version != self.version:
+            return
+        if event.explanation is not None:
+            self._set_lines(event.explanation.lines())
+        else:
+            self._set_message(safe.inert(f"explain failed: {event.error}", 500))
+
+    def _set_lines(self, lines: list[tuple[str, str]]) -> None:
         self.query_one("#explain-body", Static).update(narrative_text(lines))
 
-    def set_message(self, msg: str) -> None:
+    def _set_message(self, msg: str) -> None:
         self.query_one("#explain-body", Static).update(Text(msg, style="dim italic"))
