@@ -272,3 +272,21 @@ def test_upgrade_hint_when_the_winner_has_no_commit_info(tmp_path):
     ex = Table(t.dir).explain(v, use_evidence=False)
     assert ex.verdict.exception == "ConcurrentAppendException"
     assert "Upgrading all your concurrent writers to use the latest Delta Lake may avoid this error" in ex.message
+
+
+def test_a_copied_commit_file_is_not_concurrency(tmp_path):
+    """v3 is v1's commit file copied byte for byte (a restore script, a sync tool): its readVersion 0
+    looks stale, but it is the same transaction. Replay skips it and stats count no stale window."""
+    t = SparkTable(tmp_path / "t", "Apache-Spark/3.5.1 Delta-Lake/3.2.0", seed=23, start_ms=T0)
+    t.create_as_select([t.data_file("2024-01-01", [1])])
+    for rv in (0, 1):
+        t.tick(60_000)
+        t.append([t.data_file("2024-01-02", [rv + 2])], rv)
+    log_dir = t.dir / "_delta_log"
+    (log_dir / "00000000000000000003.json").write_bytes((log_dir / "00000000000000000001.json").read_bytes())
+    table = Table(t.dir)
+    verdict = table.replay_report().verdicts[3]
+    assert verdict.verdict == "skipped" and "a copy of v1" in verdict.why
+    st = table.stats_report(with_evidence=False).to_dict()
+    assert st["totals"]["stale_windows"] == 0
+    assert max(c["max_concurrent"] for c in st["concurrency"]) == 1  # sequential: windows only touch

@@ -129,8 +129,10 @@ def _pkeys(parts: list[dict[str, Any]] | None) -> list[str]:
     return keys or [TABLE_KEY]
 
 
-def _stale(s: Span) -> bool:
-    return s.kind == "commit" and s.version is not None and s.read_version is not None and s.read_version < s.version - 1
+def _stale(s: Span, copies: dict[int, int]) -> bool:
+    """A commit whose window held other commits; a copied commit file is not one (DeltaLog.copies)."""
+    return (s.kind == "commit" and s.version is not None and s.read_version is not None
+            and s.read_version < s.version - 1 and s.version not in copies)
 
 
 def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window: str = "1h", top: int = 20) -> Stats:
@@ -173,7 +175,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
             bump(b, k, "commits")
         if s.verdict == "skipped":
             totals["skipped"] += 1
-        if _stale(s):
+        if _stale(s, log.copies):
             totals["stale_windows"] += 1
             winner_parts = set()
             for w in range(s.read_version + 1, s.version):  # type: ignore[operator]
@@ -222,7 +224,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         files=franked(files),
         buckets=buckets,
         operation_matrix=operation_matrix(tl, recs),
-        concurrency=concurrency(tl, window_ms),
+        concurrency=concurrency(tl, window_ms, log.copies),
         retries=retries(tl, recs, by_v),
         notes=list(tl.notes),
     )
@@ -267,9 +269,15 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
     }
 
 
-def concurrency(tl: Timeline, window_ms: int) -> list[dict[str, Any]]:
-    """Per bucket: transactions whose read→commit window touches it, and the most open at once."""
-    iv = [(s.start_ms, s.end_ms) for s in tl.commits if s.start_ms is not None and s.end_ms is not None]
+def concurrency(tl: Timeline, window_ms: int, copies: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """Per bucket: transactions whose read→commit window touches it, and the most open at once.
+
+    Windows are half-open: one that ends at the instant the next starts did not overlap it (a
+    purely sequential table has at most one open at once). Copied commit files are not transactions.
+    """
+    copies = copies or {}
+    iv = [(s.start_ms, s.end_ms) for s in tl.commits
+          if s.start_ms is not None and s.end_ms is not None and s.version not in copies]
     iv += [(s.start_ms, s.end_ms) for s in tl.attempts if s.start_ms is not None and s.end_ms is not None]
     ends = [s.end_ms for s in tl.commits if s.end_ms is not None]
     if not iv and not ends:
@@ -281,14 +289,14 @@ def concurrency(tl: Timeline, window_ms: int) -> list[dict[str, Any]]:
     while b <= hi:
         e = b + window_ms
         inside = [(max(a, b), min(z, e - 1)) for a, z in iv if a < e and z >= b]
-        points = sorted([(a, 0) for a, _ in inside] + [(z, 1) for _, z in inside])  # starts before ends at one instant
+        points = sorted([(a, 1) for a, _ in inside] + [(z, 0) for _, z in inside])  # ends before starts at one instant
         cur = best = 0
         for _, kind in points:
-            cur += 1 if kind == 0 else -1
+            cur += 1 if kind == 1 else -1
             best = max(best, cur)
         commits = [s for s in tl.commits if s.end_ms is not None and b <= s.end_ms < e]
         out.append({"start_ms": b, "end_ms": e, "start_utc": iso_utc(b), "transactions": len(inside), "max_concurrent": best,
-                    "commits": len(commits), "stale_windows": sum(1 for s in commits if _stale(s))})
+                    "commits": len(commits), "stale_windows": sum(1 for s in commits if _stale(s, copies))})
         b = e
         if len(out) > 10_000:
             break  # a tiny --window over a long range: stop rather than print a million rows

@@ -186,6 +186,23 @@ class DeltaLog:
         return got[1]
 
     @property
+    def copies(self) -> dict[int, int]:
+        """version -> the earlier version it is a byte-for-byte copy of (same txnId, or the same
+        commitInfo text): a copied commit file, not a concurrent transaction (`commit.duplicate`)."""
+        got = self._by_version.get("copies")
+        if got is None or got[0] is not self.commits:
+            out: dict[int, int] = {}
+            for col in ("txn_id", "commit_info_raw"):
+                dup = (self.commits.filter(pl.col(col).is_not_null()).group_by(col)
+                       .agg(pl.col("version").sort().alias("vs")).filter(pl.col("vs").list.len() > 1))
+                for vs in dup["vs"].to_list():
+                    for v in vs[1:]:
+                        out.setdefault(v, vs[0])
+            got = (self.commits, out)
+            self._by_version["copies"] = got
+        return got[1]
+
+    @property
     def latest_version(self) -> int | None:
         lv = self.listing.latest_version
         vs = self.versions

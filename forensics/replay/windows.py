@@ -221,6 +221,12 @@ def replay_commit(
         base.likely_reason = "a copied or hand-edited commit file (not concurrency)"
         return base
     base.window = list(range(rv + 1, version))
+    original = log.copies.get(version)
+    if original is not None:
+        base.window = []
+        base.why = (f"a copy of v{original} (same txnId or commitInfo): a copied commit file, not a concurrent "
+                    "transaction; not replayed")
+        return base
     if op in COMMIT_LARGE_OPS:
         base.why = f"{rec.operation} commits without conflict checks (commitLarge, conflict-rules §1.6)"
         return base
@@ -276,9 +282,6 @@ def _table_name(sets: CommitSets) -> str | None:
 
 
 def _likely_reason(log: DeltaLog, rec: CommitRecord, sets: CommitSets, result: WindowResult) -> str:
-    dup = [f for f in log.findings if f.code == "commit.duplicate" and f.version == rec.version]
-    if dup:
-        return "a duplicated commit file (the same commit copied to a later version)"
     if any(c.inferred for c in result.checks):
         return "row-level concurrency reconciliation (Databricks, conflict-rules §11)"
     cfg = sets.read_metadata.configuration if sets.read_metadata else {}

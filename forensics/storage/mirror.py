@@ -1,0 +1,388 @@
+"""Keep a local, exact copy of a remote `_delta_log` so local-mode Spark can read it.
+
+pip's pyspark has no cloud filesystem jars, so instead of teaching Spark to reach the store we
+copy the log (commits, checkpoints, `_last_checkpoint`, `.crc`, `_staged_commits/`,
+`_sidecars/`) through obstore. A manifest beside the copy records each object's size, ETag and
+last-modified time, so a refresh fetches only what changed. Every local file carries the
+object's last-modified time as its mtime, so commit timestamps read from the mirror are the
+store's. Only list, head and get are ever called: the remote table cannot be changed from here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from forensics.errors import NotADeltaTable, UsageError
+from forensics.storage.errors import store_errors
+from forensics.storage.location import StoreLocation, parse_location
+from forensics.storage.options import StorageOptions, resolve_options
+
+LOG_DIR = "_delta_log"
+MANIFEST = ".delta-forensics-mirror.json"
+_TMP_DIR = ".delta-forensics-mirror.tmp"
+_LOCK = ".delta-forensics-mirror.lock"
+_MANIFEST_VERSION = 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One object under the table root, as the store lists it."""
+
+    path: str  # relative to the table root, e.g. "date=2024-04-01/part-0.parquet"
+    size: int
+    last_modified_ms: int
+    etag: str | None = None
+
+
+@dataclass(frozen=True)
+class MirrorProgress:
+    """How far a mirror has got; `str()` is a one-line message."""
+
+    done: int
+    total: int
+    bytes_fetched: int
+    path: str = ""
+
+    def __str__(self) -> str:
+        return f"mirroring _delta_log: {self.done}/{self.total} files fetched ({self.bytes_fetched:,} bytes)"
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The result of `mirror_log`: `root` is a local table directory Spark can read."""
+
+    root: Path
+    location: StoreLocation
+    fetched: int
+    reused: int
+    removed: int
+    bytes_fetched: int
+    seconds: float
+    skipped: tuple[str, ...] = field(default=())  # remote names that cannot be a local path
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / LOG_DIR
+
+    @property
+    def files(self) -> int:
+        return self.fetched + self.reused
+
+
+# --------------------------------------------------------------------------------------
+# Listing
+# --------------------------------------------------------------------------------------
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return (value - _EPOCH) // timedelta(milliseconds=1)
+    return int(value or 0)
+
+
+def _etag(value: Any) -> str | None:
+    """ETags compare without quotes or a weak marker (list and GET quote them differently)."""
+    if not value:
+        return None
+    text = str(value).strip()
+    text = text.removeprefix("W/")
+    return text.strip('"') or None
+
+
+def _remote(meta: Mapping[str, Any]) -> RemoteFile:
+    return RemoteFile(
+        path=str(meta["path"]), size=int(meta["size"]), last_modified_ms=_ms(meta["last_modified"]), etag=_etag(meta.get("e_tag"))
+    )
+
+
+def _list(store, prefix: str | None) -> Iterator[RemoteFile]:
+    import obstore
+
+    for batch in obstore.list(store, prefix, chunk_size=1000):
+        for meta in batch:
+            if str(meta["path"]).endswith("/"):  # "directory marker" objects some tools write
+                continue
+            yield _remote(meta)
+
+
+def _resolve(location: StoreLocation | str, options: StorageOptions | Mapping[str, Any] | None) -> tuple[StoreLocation, StorageOptions]:
+    loc = parse_location(location) if isinstance(location, str) else location
+    if loc.kind == "catalog":
+        raise UsageError(f"{loc.uri} is a catalog table name: resolve it to a storage location first")
+    if not isinstance(options, StorageOptions):
+        options = resolve_options(loc, options)
+    return loc, options
+
+
+def list_table_files(
+    location: StoreLocation | str, options: StorageOptions | Mapping[str, Any] | None = None, *, max_workers: int = 8
+) -> list[RemoteFile]:
+    """Every object under the table root except `_delta_log/`, without downloading any.
+
+    The root is listed with a delimiter first, then each top-level "directory" (partition)
+    is listed on its own thread, so `_delta_log` is never walked.
+    """
+    import obstore
+
+    loc, options = _resolve(location, options)
+    with store_errors(loc, options):
+        store = options.store(loc)
+        top = obstore.list_with_delimiter(store)
+        out = [_remote(m) for m in top["objects"] if not str(m["path"]).endswith("/")]
+        prefixes = [p.rstrip("/") for p in top["common_prefixes"] if p.rstrip("/") != LOG_DIR]
+        with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+            for files in pool.map(lambda p: list(_list(store, p)), prefixes):
+                out.extend(files)
+    return sorted(out, key=lambda f: f.path)
+
+
+# --------------------------------------------------------------------------------------
+# Mirroring
+# --------------------------------------------------------------------------------------
+
+
+def _safe_relative(path: str) -> bool:
+    """A remote name we can write under dest without escaping it."""
+    parts = path.split("/")
+    return (
+        bool(path) and not path.startswith("/") and "\\" not in path and all(p not in ("", ".", "..") for p in parts) and "\x00" not in path
+    )
+
+
+def _read_manifest(dest: Path) -> dict[str, dict[str, Any]] | None:
+    try:
+        data = json.loads((dest / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}  # unreadable: ours, but fetch everything again
+    if not isinstance(data, dict) or data.get("version") != _MANIFEST_VERSION or not isinstance(data.get("files"), dict):
+        return {}
+    return data["files"]
+
+
+def _write_json_atomic(path: Path, data: Any) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _locked(dest: Path) -> Iterator[None]:
+    """One mirror at a time per destination (the CLI and the TUI may share a cache)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory lock
+        yield
+        return
+    with open(dest / _LOCK, "a+") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _unchanged(local: Path, remote: RemoteFile, recorded: Mapping[str, Any] | None) -> bool:
+    if not recorded:
+        return False
+    if (
+        recorded.get("size") != remote.size
+        or recorded.get("last_modified_ms") != remote.last_modified_ms
+        or recorded.get("etag") != remote.etag
+    ):
+        return False
+    try:
+        st = local.stat()
+    except OSError:
+        return False
+    return st.st_size == remote.size and st.st_mtime_ns // 1_000_000 == remote.last_modified_ms
+
+
+class _LocalWriteFailed(UsageError):
+    """The mirror directory could not be written (disk full, permissions): not a store failure."""
+
+
+@contextmanager
+def _writing(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except OSError as e:
+        raise _LocalWriteFailed(f"cannot write the mirror file {path}: {e.strerror or e}") from None
+
+
+def _fetch(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> int | None:
+    """Download one object to `target` atomically; the bytes written, or None if it vanished."""
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    try:
+        result = obstore.get(store, remote.path)
+    except (NotFoundError, FileNotFoundError):
+        return None  # deleted between the listing and the GET (log cleanup)
+    with _writing(tmp_dir):
+        fd, tmp = tempfile.mkstemp(prefix="get-", dir=tmp_dir)
+    written = 0
+    try:
+        with _writing(target), os.fdopen(fd, "wb") as f:
+            for chunk in result.stream(min_chunk_size=4 * 1024 * 1024):  # network errors: the store's
+                with _writing(target):
+                    f.write(chunk)
+                written += len(chunk)
+        with _writing(target):
+            ns = remote.last_modified_ms * 1_000_000
+            os.utime(tmp, ns=(ns, ns))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return written
+
+
+def _local_files(log_dir: Path) -> set[str]:
+    out = set()
+    if not log_dir.is_dir():
+        return out
+    for dirpath, _dirs, files in os.walk(log_dir):
+        for name in files:
+            out.add(os.path.relpath(os.path.join(dirpath, name), log_dir.parent).replace(os.sep, "/"))
+    return out
+
+
+def _prune_empty_dirs(log_dir: Path) -> None:
+    for dirpath, _dirs, _files in sorted(os.walk(log_dir), key=lambda t: -len(t[0])):
+        if Path(dirpath) != log_dir:
+            try:
+                os.rmdir(dirpath)
+            except OSError:
+                pass
+
+
+def mirror_log(
+    location: StoreLocation | str,
+    options: StorageOptions | Mapping[str, Any] | None,
+    dest: Path | str,
+    *,
+    progress: Callable[[MirrorProgress], None] | None = None,
+    max_workers: int = 8,
+) -> Mirror:
+    """Make `dest/_delta_log/` an exact copy of the table's remote `_delta_log/`.
+
+    Fetches only objects that are new or changed since the last mirror into `dest` (name,
+    size, ETag, last-modified), with up to `max_workers` concurrent GETs; writes each file
+    atomically with the object's last-modified time as mtime; deletes local files whose object
+    is gone. `dest` must be empty, absent, or an earlier mirror. Raises `NotADeltaTable` when
+    the location has no `_delta_log`, and the store errors of `forensics.storage.errors`.
+    """
+    started = time.monotonic()
+    loc, options = _resolve(location, options)
+    dest = Path(dest).expanduser().absolute()
+    log_dir = dest / LOG_DIR
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create the mirror directory {dest}: {e.strerror}") from None
+    manifest = _read_manifest(dest)
+    if manifest is None and log_dir.exists() and any(log_dir.iterdir()):
+        raise UsageError(f"{dest} already holds a _delta_log that is not a delta-forensics mirror: choose an empty directory")
+
+    with _locked(dest):
+        manifest = _read_manifest(dest)
+        if manifest is None:  # mark the directory as ours before the first byte arrives
+            with _writing(dest / MANIFEST):
+                _write_json_atomic(dest / MANIFEST, {"version": _MANIFEST_VERSION, "uri": loc.uri, "files": {}})
+            manifest = {}
+        with store_errors(loc, options):
+            store = options.store(loc)
+            remote = list(_list(store, LOG_DIR))
+        if not remote:
+            raise NotADeltaTable(f"not a Delta table (no _delta_log under it): {loc.uri}")
+
+        skipped = tuple(sorted(r.path for r in remote if not _safe_relative(r.path)))
+        remote = [r for r in remote if _safe_relative(r.path)]
+        todo = [r for r in remote if not _unchanged(dest / r.path, r, manifest.get(r.path))]
+        reused = len(remote) - len(todo)
+        tmp_dir = dest / _TMP_DIR
+        shutil.rmtree(tmp_dir, ignore_errors=True)  # leftovers of an interrupted run
+        with _writing(tmp_dir):
+            tmp_dir.mkdir(parents=True, exist_ok=True)
+        vanished: set[str] = set()
+        fetched = 0
+        bytes_fetched = 0
+        new_manifest = {r.path: manifest[r.path] for r in remote if r.path in manifest}
+        lock = threading.Lock()
+
+        def record(r: RemoteFile, n: int | None) -> None:
+            nonlocal fetched, bytes_fetched
+            with lock:
+                if n is None:
+                    vanished.add(r.path)
+                    new_manifest.pop(r.path, None)
+                    return
+                fetched += 1
+                bytes_fetched += n
+                new_manifest[r.path] = {"size": r.size, "etag": r.etag, "last_modified_ms": r.last_modified_ms}
+
+        try:
+            if progress:
+                progress(MirrorProgress(0, len(todo), 0))
+            with store_errors(loc, options, listing=False), ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
+                pending: dict[Future, RemoteFile] = {pool.submit(_fetch, store, r, dest / r.path, tmp_dir): r for r in todo}
+                try:
+                    while pending:
+                        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                        for fut in done:
+                            r = pending.pop(fut)
+                            record(r, fut.result())
+                            if progress:
+                                progress(MirrorProgress(fetched + len(vanished), len(todo), bytes_fetched, r.path))
+                except BaseException:
+                    for fut in pending:
+                        fut.cancel()
+                    raise
+        finally:
+            # What was fetched stays recorded even if a later GET failed, so a retry resumes.
+            with _writing(dest / MANIFEST):
+                _write_json_atomic(dest / MANIFEST, {"version": _MANIFEST_VERSION, "uri": loc.uri, "files": new_manifest})
+            shutil.rmtree(tmp_dir, ignore_errors=True)
+
+        keep = {r.path for r in remote} - vanished
+        removed = 0
+        for rel in sorted(_local_files(log_dir) - keep):
+            try:
+                (dest / rel).unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        _prune_empty_dirs(log_dir)
+    return Mirror(
+        root=dest,
+        location=loc,
+        fetched=fetched,
+        reused=reused,
+        removed=removed,
+        bytes_fetched=bytes_fetched,
+        seconds=round(time.monotonic() - started, 3),
+        skipped=skipped,
+    )
