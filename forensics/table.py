@@ -244,10 +244,20 @@ class Table:
         return explain_version(self._log, version, rules=self.rules, isolation_level=isolation_level,
                                state=self.state, defeated=defeated)
 
-    def explain_error(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "ErrorExplanation":
-        """Which commit beat the transaction that failed with `error` (text or parsed), by which rule."""
+    def explain_error(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None,
+                      read_version: int | None = None, failed_at: int | None = None, operation: str | None = None,
+                      predicate: str | None = None, sql: str | None = None) -> "ErrorExplanation":
+        """Which commit beat the transaction that failed with `error` (text or parsed), by which rule.
+
+        What you know of the failed transaction narrows the answer: the version it read, when it
+        failed (epoch ms), its operation and condition, or its SQL statement (read, never run).
+        """
         from forensics.errortext import parse_error_text
-        from forensics.evidence.loser import explain_error
+        from forensics.evidence.loser import LoserFacts, explain_error, facts_from_sql
+
+        if sql:
+            operation, predicate = facts_from_sql(sql)
+        facts = LoserFacts(read_version, failed_at, operation, predicate)
 
         report = parse_error_text(error) if isinstance(error, str) else error
         if not report.recognized:
@@ -257,7 +267,7 @@ class Table:
         # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
         # text names no winner (then the attempts' replays point at it).
         ev = self.evidence(replay=not named)
-        return explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev)
+        return explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev, facts=facts)
 
     def find_winner(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "WinnerMatch":
         """The winning commit an error text names (version, txnId, or timestamp and operation)."""

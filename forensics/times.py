@@ -61,3 +61,16 @@ def fmt_duration(ms: int | None) -> str:
     else:
         s = f"{ms // 86_400_000} d {ms % 86_400_000 // 3_600_000} h"
     return ("-" if neg else "") + s
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds from what a person types: `2024-06-20T10:02:14`, `2024-06-20 10:02:14+02:00`,
+    `...Z`, or epoch ms/s digits. A time without an offset is local time. ValueError when unreadable."""
+    s = text.strip()
+    if s.isdigit():
+        n = int(s)
+        return n if n >= 10**11 else n * 1000  # seconds or milliseconds since the epoch
+    t = _dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
+    if t.tzinfo is None:
+        t = t.astimezone()  # local time, as the user's clock showed it
+    return int(t.timestamp() * 1000)

@@ -20,7 +20,7 @@ import polars as pl
 from forensics.errortext import ErrorReport
 from forensics.evidence.hypotheses import Hypothesis, partition_predicate
 from forensics.evidence.walk import canonical
-from forensics.errors import ForensicsError
+from forensics.errors import ExitCode, ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
@@ -29,6 +29,49 @@ from forensics.evidence.winner import WinnerMatch, find_winner
 FAMILY_RULES = {"delta-rs": "delta-rs", "kernel": "kernel", "databricks": "databricks",
                 "delta-spark<=3.1": "delta-spark<=3.1", "delta-spark-3.2-4.0": "delta-spark-3.2-4.0",
                 "delta-spark-4.1+": "delta-spark-4.1+"}
+
+
+@dataclass(frozen=True)
+class LoserFacts:
+    """What the user knows of the failed transaction, beyond its error text (explain-error flags).
+
+    Each fact replaces an inference: `read_version` the assumed winner-1, `failed_at_ms` bounds when
+    the winner landed, `operation`/`predicate` come first among the hypotheses of what the loser did.
+    """
+
+    read_version: int | None = None
+    failed_at_ms: int | None = None
+    operation: str | None = None
+    predicate: str | None = None
+
+    def said(self) -> list[str]:
+        out = [f"readVersion {self.read_version}" if self.read_version is not None else "",
+               f"failed at {self.failed_at_ms} ms" if self.failed_at_ms is not None else "",
+               f"operation {self.operation}" if self.operation else "", f"predicate {self.predicate}" if self.predicate else ""]
+        return [x for x in out if x]
+
+
+def facts_from_sql(sql: str) -> tuple[str, str | None]:
+    """(operation, condition) of a DELETE / UPDATE / MERGE / INSERT statement, read with sqlglot's
+    Spark dialect (parsed, never run). A usage error when it is none of those."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError as e:
+        raise ForensicsError(ExitCode.USAGE, f"--sql: not a statement Spark SQL can parse ({str(e).splitlines()[0][:200]})") from e
+    where = tree.args.get("where")
+    if isinstance(tree, exp.Delete):
+        return "DELETE", where.this.sql(dialect="spark") if where is not None else None
+    if isinstance(tree, exp.Update):
+        return "UPDATE", where.this.sql(dialect="spark") if where is not None else None
+    if isinstance(tree, exp.Merge):
+        on = tree.args.get("on")
+        return "MERGE", on.sql(dialect="spark") if on is not None else None
+    if isinstance(tree, exp.Insert):
+        return "WRITE", None
+    raise ForensicsError(ExitCode.USAGE, "--sql: give the failed DELETE, UPDATE, MERGE or INSERT statement")
 
 
 @dataclass
@@ -71,17 +114,22 @@ class ErrorExplanation:
 # --------------------------------------------------------------------------------------
 
 
-def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] | None) -> list[int]:
+def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] | None,
+                    after: int | None = None) -> list[int]:
     """Commits that carry what the rule needs from a winner (conflict-rules §5): adds in the partition,
-    a remove of the file, a metaData/protocol/txn action."""
+    a remove of the file, a metaData/protocol/txn action; only after the loser's readVersion when known."""
     c = log.commits
+    if after is not None:
+        c = c.filter(pl.col("version") > after)
     if window is not None:
         c = c.filter(pl.col("timestamp").is_null() | ((pl.col("timestamp") >= window[0]) & (pl.col("timestamp") <= window[1])))
     vs = set(c["version"].to_list())
     a = log.actions.filter(pl.col("version").is_in(list(vs)))
     rule = report.rule
     if rule == "append":
-        adds = a.filter((pl.col("kind") == "add") & (pl.col("data_change") != False))  # noqa: E712
+        # Every add counts, dataChange=false included: delta-spark's WinningCommitSummary does not look
+        # at the flag (conflict-rules §3), and delta-rs reports a compaction as "added new data".
+        adds = a.filter(pl.col("kind") == "add")
         out = []
         for v, pv in adds.select(["version", "partition_values"]).unique().iter_rows():
             if report.partition:
@@ -110,7 +158,17 @@ def rule_candidates(log: DeltaLog, report: ErrorReport, window: tuple[int, int] 
 # --------------------------------------------------------------------------------------
 
 
-def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
+def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]],
+                     facts: LoserFacts | None = None) -> list[Hypothesis]:
+    """What the loser may have done, most likely first; what the user stated comes before any guess."""
+    guesses = _guesses(log, report, winner, parts)
+    if facts is not None and facts.operation:
+        said = " ".join(x for x in (facts.operation.upper(), facts.predicate and f"WHERE {facts.predicate}") if x)
+        return [Hypothesis(f"as stated: {said}", facts.operation.upper(), predicate=facts.predicate), *guesses]
+    return guesses
+
+
+def _guesses(log: DeltaLog, report: ErrorReport, winner: int, parts: list[dict[str, Any]]) -> list[Hypothesis]:
     rule = report.rule
     hint_parts = [report.partition] if report.partition else []
     pred = partition_predicate(hint_parts) if hint_parts else None
@@ -119,14 +177,15 @@ def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: lis
         read_hint = Hypothesis(f"its read predicate matched {pred}: it read that partition", "UPDATE", predicate=pred) if pred else None
         whole = Hypothesis("it read the whole table (no literal partition predicate)", "MERGE")
         insert = Hypothesis("it was a non-blind INSERT that read the table", "WRITE")
+        compact = Hypothesis(f"it was a compaction (OPTIMIZE) of {pred or own or 'the table'}", "OPTIMIZE", predicate=pred or own)
         if read_hint and parts and report.partition not in parts:
             # it wrote elsewhere, yet files in the hint's partition conflicted: it read more than it wrote
-            return [whole, read_hint, insert]
+            return [whole, read_hint, insert, compact]
         if read_hint:
-            return [read_hint, whole, insert]
+            return [read_hint, whole, insert, compact]
         if own:
-            return [Hypothesis(f"it read its own partitions ({own})", "UPDATE", predicate=own), whole, insert]
-        return [whole, insert]
+            return [Hypothesis(f"it read its own partitions ({own})", "UPDATE", predicate=own), whole, insert, compact]
+        return [whole, insert, compact]
     if rule in ("delete-read", "delete-delete"):
         fpred = None
         if report.file:
@@ -166,13 +225,17 @@ def read_version_for(log: DeltaLog, winner: int, start_ms: int | None) -> tuple[
 
 
 def replay_loser(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: int, *, parts: list[dict[str, Any]],
-                 rules: str | None, start_ms: int | None) -> tuple[WhatIfResult | None, Hypothesis | None, bool, str]:
-    R, rwhy = read_version_for(log, winner, start_ms)
+                 rules: str | None, start_ms: int | None,
+                 facts: LoserFacts | None = None) -> tuple[WhatIfResult | None, Hypothesis | None, bool, str]:
+    if facts is not None and facts.read_version is not None:
+        R, rwhy = facts.read_version, f"readVersion {facts.read_version}: as stated"
+    else:
+        R, rwhy = read_version_for(log, winner, start_ms)
     if R < 0:
         return None, None, False, "the winner is version 0: nothing was read before it"
     rules = rules or FAMILY_RULES.get(report.family)
     first: tuple[WhatIfResult, Hypothesis] | None = None
-    for h in loser_hypotheses(log, report, winner, parts):
+    for h in loser_hypotheses(log, report, winner, parts, facts):
         write_parts = parts or ([report.partition] if report.partition else [])
         req = WhatIfRequest(read_version=R, operation=h.operation, predicate=h.predicate,
                             partitions=[{k: ("" if v is None else v) for k, v in p.items()} for p in write_parts if p],
@@ -197,19 +260,54 @@ def _same_rule(a: str | None, b: str | None) -> bool:
     return {a, b} == {"ConcurrentWriteException", "ConcurrentDeleteDeleteException"}
 
 
+def not_this_table(log: DeltaLog, report: ErrorReport, facts: LoserFacts | None) -> str | None:
+    """Why the text cannot be about this table's retained history, or None: the winner it names (or
+    the snapshot the winner or the loser read) is newer than the table's latest version."""
+    latest = log.latest_version
+    if latest is None:
+        return None
+    hint = report.winner
+    said = [("the winner is version", hint.version if hint else None), ("the winner read version", hint.read_version if hint else None),
+            ("the failed transaction read version", facts.read_version if facts else None)]
+    for what, v in said:
+        if v is not None and v > latest:
+            return (f"{what} {v}, but this table's log ends at version {latest}: the error comes from another table "
+                    "(or this one was re-created since); nothing here can be the winner")
+    return None
+
+
+def _window(log: DeltaLog, window: tuple[int, int] | None, facts: LoserFacts | None) -> tuple[int, int] | None:
+    """When the winner can have landed: an event log's execution window, narrowed by what the user said."""
+    if facts is None or (facts.failed_at_ms is None and facts.read_version is None):
+        return window
+    lo, hi = window if window is not None else (0, 2**62)
+    if facts.failed_at_ms is not None:
+        hi = min(hi, facts.failed_at_ms)
+    if facts.read_version is not None and log.has_version(facts.read_version):
+        ts = log.record(facts.read_version).timestamp
+        lo = max(lo, ts) if ts is not None else lo
+    return lo, hi
+
+
 def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = None, window: tuple[int, int] | None = None,
-                  state: StateIndex | None = None, evidence=None) -> ErrorExplanation:
+                  state: StateIndex | None = None, evidence=None, facts: LoserFacts | None = None) -> ErrorExplanation:
     """Find the winner, rebuild the loser, replay it, and advise (conflict-rules §5, §7)."""
     from forensics.replay.advice import advice_for_error
 
     state = state or StateIndex(log)
+    impossible = not_this_table(log, report, facts)
+    if impossible:
+        match = WinnerMatch(None, [], "none", False, impossible)
+        return ErrorExplanation(report, match, None, None, None, False, [], impossible, [], window)
+    window = _window(log, window, facts)
+    after = facts.read_version if facts is not None else None
     match = find_winner(log, report.winner, loser_window=window)
     winner = match.version
     parts: list[dict[str, Any]] = []
     whys = [f"winner: {match.why}"]
     if winner is None and not match.ambiguous:
         # No key in the text: commits that carry what the rule needs, narrowed by aborted attempts' traces.
-        cands = rule_candidates(log, report, window)
+        cands = rule_candidates(log, report, window, after)
         if evidence is not None:
             ev_hits = [(a, a.winning_version) for a in evidence.attempts if a.likely_exception == report.exception and a.winning_version in cands]
             if ev_hits:
@@ -239,14 +337,14 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
             for a in evidence.attempts[:10]:
                 if evidence.clock.trusted and wts is not None and wts > a.last_seen + 60_000:
                     continue
-                res = replay_loser(log, state, report, winner, parts=a.partitions, rules=rules, start_ms=start)
+                res = replay_loser(log, state, report, winner, parts=a.partitions, rules=rules, start_ms=start, facts=facts)
                 if res[2]:
                     replay, hyp, reproduced, rwhy = res
                     parts = a.partitions
                     whys.append(f"the aborted attempt that left {a.files[0].path} replays to this error: its partitions are the loser's (inferred)")
                     break
         if not reproduced:
-            replay, hyp, reproduced, rwhy = replay_loser(log, state, report, winner, parts=parts, rules=rules, start_ms=start)
+            replay, hyp, reproduced, rwhy = replay_loser(log, state, report, winner, parts=parts, rules=rules, start_ms=start, facts=facts)
         if replay is not None and hyp is not None:
             r = replay.result
             if reproduced:
@@ -254,6 +352,8 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
             else:
                 whys.append(f"the replay could not reproduce {report.exception} against v{winner} (closest: {hyp.label} gives "
                             f"{r.verdict}{' ' + str(r.exception) if r.exception else ''}); the loser did something the text does not reveal")
+    if facts is not None and facts.said():
+        whys.append("you said: " + ", ".join(facts.said()))
     advice = advice_for_error(log, state, report, winner, replay, parts)
     return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced, advice, "; ".join(whys), parts, window)
 

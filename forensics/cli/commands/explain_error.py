@@ -22,6 +22,12 @@ def add_parser(sub) -> None:
     src.add_argument("--error-file", metavar="FILE", help="file holding the error text, or - for stdin")
     src.add_argument("--event-log", metavar="PATH", help="Spark event log (file or rolled directory)")
     p.add_argument("--rules", metavar="PROFILE", help="rule profile of the losing writer (default: from the text's family)")
+    known = p.add_argument_group("what you know of the failed transaction (each replaces a guess)")
+    known.add_argument("--read-version", type=int, metavar="V", help="the table version it read")
+    known.add_argument("--failed-at", metavar="TIME", help="when it failed: ISO 8601 (local time unless it has an offset) or epoch ms")
+    known.add_argument("--operation", metavar="OP", help="what it was: DELETE, UPDATE, MERGE, WRITE, OPTIMIZE, ...")
+    known.add_argument("--predicate", metavar="SQL", help="its condition, e.g. \"date = '2024-06-18'\"")
+    known.add_argument("--sql", metavar="STATEMENT", help="its SQL statement (parsed for operation and condition, never run)")
     add_table_arguments(p, table=False)
     p.set_defaults(func=run)
 
@@ -34,6 +40,20 @@ def _read_text(path: str) -> str:
             return fh.read(MAX_TEXT)
     except OSError as e:
         raise ForensicsError(ExitCode.USAGE, f"cannot read {path}: {e.strerror}") from e
+
+
+def _facts(args: argparse.Namespace) -> dict[str, Any]:
+    """The loser facts given on the command line, as Table.explain_error takes them."""
+    failed_at = None
+    if args.failed_at:
+        from forensics.times import parse_time
+
+        try:
+            failed_at = parse_time(args.failed_at)
+        except ValueError as e:
+            raise ForensicsError(ExitCode.USAGE, f"--failed-at {inert(args.failed_at, 60)}: not a time ({e})") from e
+    return {"read_version": args.read_version, "failed_at": failed_at, "operation": args.operation,
+            "predicate": args.predicate, "sql": args.sql}
 
 
 def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
@@ -95,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if table is not None:
         code = report_findings(args, table.findings)
     for report, window, failure in items:
-        d = table.explain_error(report, window=window).to_dict() if table is not None else text_only_explanation(report)
+        d = (table.explain_error(report, window=window, **_facts(args)).to_dict() if table is not None
+             else text_only_explanation(report))
         if failure is not None:
             d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
         results.append(d)
