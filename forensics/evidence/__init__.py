@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics.evidence.attempts import Attempt, Clock, file_clock, group_attempts, likely_retry
+from forensics.evidence.footers import read_bounds
 from forensics.evidence.hypotheses import replay_attempt
 from forensics.evidence.stray import StrayCommit, stray_commits
 from forensics.evidence.walk import DataFile, canonical, walk_table
@@ -85,8 +86,11 @@ def collect_evidence(log: DeltaLog, state: StateIndex | None = None, *, rules: s
             a.stray_commit = sc.file
             rv = sc.read_version
         if replay:
-            retry = None if clock.trusted else likely_retry(log, a, canon)
-            replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv)
+            # A byte-identical re-write is a re-run whatever the file times say; the orphans' footers
+            # bound what it read without any time at all (forensics.evidence.footers).
+            retry = likely_retry(log, a, canon)
+            bounds = read_bounds(log, state, a.files)
+            replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv, bounds=bounds)
             if sc is not None and rv is not None:
                 a.why += f" Its commit file {sc.file} records readVersion {rv} and operation {sc.operation}."
     return Evidence(orphans, unknown, attempts, strays, clock, oldest, list(walk.findings))

@@ -18,6 +18,7 @@ from typing import Any
 
 
 from forensics.evidence.attempts import Attempt, Clock
+from forensics.evidence.footers import ReadBounds
 from forensics.errors import ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex, writer_family
@@ -73,7 +74,24 @@ def app_ids_of(log: DeltaLog, limit: int = 3) -> list[str]:
     return out[:limit]
 
 
-def hypotheses(log: DeltaLog, attempt: Attempt, writer: str) -> list[Hypothesis]:
+def retry_hypothesis(log: DeltaLog, retry: int) -> Hypothesis | None:
+    """The re-run did what the failed run tried: its own operation and condition come first."""
+    from forensics.predicates import predicate_strings
+
+    rec = log.record(retry)
+    if not rec.operation:
+        return None
+    conds = [s.text for s in predicate_strings(rec.operation, rec.operation_parameters)
+             if s.role in ("condition", "merge_condition") and s.text.strip()]
+    cond = conds[0] if conds else None
+    label = f"did what its re-run v{retry} did ({rec.operation}{' ' + cond if cond else ''})"
+    return Hypothesis(label, rec.operation.upper(), predicate=cond)
+
+
+def hypotheses(log: DeltaLog, attempt: Attempt, writer: str, *, rewrote_a_file: bool = False,
+               retry: int | None = None) -> list[Hypothesis]:
+    """Least reading first; a known re-run's own operation before any; an attempt that rewrote a
+    committed file read it, so it was no blind append or streaming batch."""
     parts = [p for p in attempt.partitions]
     pred = partition_predicate(parts)
     blind = Hypothesis("blind-appended into its partitions (read nothing)", "INSERT")
@@ -83,10 +101,13 @@ def hypotheses(log: DeltaLog, attempt: Attempt, writer: str) -> list[Hypothesis]
     optimize = [Hypothesis(f"compacted its partitions ({pred}; OPTIMIZE ignores concurrent appends)", "OPTIMIZE", predicate=pred)] if pred else []
     own = [Hypothesis(f"read its own partitions ({pred})", "UPDATE", predicate=pred)] if pred else []
     whole = Hypothesis("read the whole table", "MERGE")
+    first = [h for h in [retry_hypothesis(log, retry)] if h is not None] if retry is not None else []
+    if rewrote_a_file:
+        return first + own + optimize + [whole]
     if writer == "delta-rs":
         # conflict-rules §9: a predicate-less delta-rs write (append, OPTIMIZE) counts every snapshot file as read
-        return streams + own + [blind] + optimize + [whole]
-    return [blind] + streams + optimize + own + [whole]
+        return first + streams + own + [blind] + optimize + [whole]
+    return first + [blind] + streams + optimize + own + [whole]
 
 
 def _timestamps(log: DeltaLog) -> list[tuple[int, int | None]]:
@@ -107,8 +128,10 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
     else:
         after = []
         if retry is not None:
-            until = retry - 1
-            why = f"v{retry} re-wrote one of its files byte for byte (same partition and size): a re-run after the failure, so the failure came before v{retry}"
+            rv = log.record(retry).read_version
+            until = rv if rv is not None and rv < retry else retry - 1
+            why = (f"v{retry} re-wrote one of its files byte for byte (same partition and size): a re-run after the failure, "
+                   f"which read v{until}, so the winner is at or before v{until}")
         else:
             until = max(versions)
             why = "file times cannot place it (" + clock.why + "); every retained commit up to the latest was considered"
@@ -126,9 +149,13 @@ def _try(log: DeltaLog, state: StateIndex, h: Hypothesis, parts: list[dict], R: 
 
 
 def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Clock, *, retry: int | None = None,
-                   rules: str | None = None, read_version: int | None = None) -> None:
+                   rules: str | None = None, read_version: int | None = None, bounds: ReadBounds | None = None) -> None:
     """Fill `attempt`'s window and likely exception (in place)."""
     until, r_lo, after, wwhy = window(log, attempt, clock, retry)
+    if bounds is not None and not clock.trusted:
+        r_lo = min(r_lo, min(bounds.versions) - 1)  # the footers reach further back than the default search
+    if bounds is not None:
+        wwhy += "; " + "; ".join(bounds.why)
     attempt.retry_version = retry
     attempt.landed_after = after
     if until is None:
@@ -137,7 +164,8 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     attempt.concurrent_versions = [v for v in log.versions if r_lo < v <= until]
     engines = [e for e in log.commits["engine_info"].to_list() if e]
     writer = "delta-rs" if (rules or "").startswith("delta-rs") else writer_family(engines[-1] if engines else None)
-    hyps = hypotheses(log, attempt, writer)
+    hyps = hypotheses(log, attempt, writer, rewrote_a_file=bounds is not None and any("holds rows of" in w for w in bounds.why),
+                      retry=retry)
     tried: list[str] = []
 
     def search(upto: int) -> tuple[Hypothesis, int, WhatIfResult] | None:
@@ -145,6 +173,8 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
         # file times that place the attempt, the winning version is the least certain part of the
         # answer (the exception is the most certain): the output labels it inferred.
         rs = [read_version] if read_version is not None else list(range(upto - 1, r_lo - 1, -1))
+        if bounds is not None and read_version is None:
+            rs = [r for r in rs if r in bounds.versions]
         for h in hyps:
             for R in rs:
                 res = _try(log, state, h, attempt.partitions, R, upto, rules)

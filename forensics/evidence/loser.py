@@ -316,6 +316,8 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
                 winner, parts = a0.winning_version, a0.partitions
                 match = WinnerMatch(winner, vs, "evidence", len(vs) > 1,
                                     f"inferred from {len(ev_hits)} aborted attempt(s) whose orphan files replay to {report.exception}"
+                                    + ("" if evidence.clock.trusted else
+                                       " (their file times are not trusted: the attempts were placed by what their files hold, not by when they were written)")
                                     + (f"; candidates v{', v'.join(map(str, vs))}: the earliest attempt's winner is shown" if len(vs) > 1 else ""))
         if winner is None and cands:
             if len(cands) == 1:

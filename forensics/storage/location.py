@@ -41,8 +41,8 @@ _SAFE_PATH = "/!$&'()*+,;=:@-._~"
 class StoreLocation:
     """A table's place: `kind` says which store, `bucket`/`account`/`prefix` say where in it.
 
-    `uri` is normalised (lower-case scheme and host, no empty path segments, no trailing
-    slash) and never holds a credential. Credentials that were written into the URI (a SAS
+    `uri` is normalised (lower-case scheme, host, container and GCS bucket; S3 buckets keep
+    their case; no empty path segments, no trailing slash) and never holds a credential. Credentials that were written into the URI (a SAS
     token, `key:secret@`) are kept in `uri_credentials`, which repr/str/== never show.
     """
 
@@ -183,7 +183,8 @@ def parse_location(uri: str) -> StoreLocation:
             host=host,
             uri_credentials=tuple(creds),
         )
-    bucket = hostport.lower()
+    # GCS buckets are lower-case by rule; legacy S3 buckets may not be, and their case matters.
+    bucket = hostport if kind == "s3" else hostport.lower()
     if not bucket:
         raise UsageError(f"{scheme}:// URI names no bucket: {scheme}://<bucket>/<table path>")
     if userinfo and kind == "s3" and has_password:  # Hadoop-era s3a://KEY:SECRET@bucket

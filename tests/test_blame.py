@@ -1,0 +1,84 @@
+"""Blame without an error text: which commit beat an aborted attempt that left only data files.
+
+The sample incidents are used as a fresh clone has them: `git clone` does not keep file times, so
+the orphans' times say nothing (the evidence reports them untrusted) and the answer must come from
+what the files hold (forensics.evidence.footers) and from the re-run, never silently from times.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from forensics import Table
+
+pytestmark = pytest.mark.usefixtures("spark")
+
+# Who beat whom, as each incident was produced (sample_logs/README.md says it in words).
+WINNERS = {"a-merge-partitions": 3, "c-optimize-vs-delete": 5, "d-alter-table": 2, "e-streaming-shared-checkpoint": 4}
+
+
+def _as_cloned(sample_logs: Path, name: str, tmp_path: Path) -> Path:
+    """A copy whose every file time is now, as after `git clone`."""
+    dst = tmp_path / name
+    shutil.copytree(sample_logs / name / "table", dst)
+    now = time.time()
+    for dirpath, _dirs, files in os.walk(dst):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (now, now))
+    return dst
+
+
+@pytest.mark.parametrize("name", sorted(WINNERS))
+def test_the_winner_of_each_spark_incident_without_file_times(sample_logs, tmp_path, name):
+    readme = (sample_logs / "README.md").read_text()
+    line = next(ln for ln in readme.splitlines() if ln.startswith(f"- `{name}/`"))
+    assert f"v{WINNERS[name]}" in line  # the README's own account names this version
+    ev = Table(_as_cloned(sample_logs, name, tmp_path)).evidence()
+    assert ev.clock.trusted is False
+    (att,) = ev.attempts
+    assert att.winning_version == WINNERS[name], att.why
+    assert "file times cannot place it" in att.why or "re-run" in att.why or "holds" in att.why
+
+
+def test_delta_rs_attempts_are_blamed_on_their_real_winners(sample_logs, tmp_path):
+    """attempts.json records each loser's read version, partition and real error; the winner is the first
+    commit after that read which carries what the error's rule needs in that partition (an add for
+    "added new data", a remove for "deleted data this operation read"), read from the raw log."""
+    d = sample_logs / "f-delta-rs-aborted"
+    table = _as_cloned(sample_logs, "f-delta-rs-aborted", tmp_path)
+    actions: dict[int, list[dict]] = {}
+    for f in sorted((table / "_delta_log").glob("*.json")):
+        actions[int(f.stem)] = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+
+    def first_after(read: int, kind: str, partition: str) -> int:
+        return min(v for v, acts in actions.items() if v > read
+                   and any(kind in a and a[kind]["path"].startswith(partition + "/") for a in acts))
+
+    got = {att.files[0].path.split("/")[0]: att for att in Table(table).evidence().attempts}
+    for a in json.loads((d / "attempts.json").read_text()):
+        kind = "add" if "added new data" in a["error"] else "remove"
+        want = first_after(a["handle_version"], kind, a["partition"])
+        att = got[a["partition"]]
+        assert att.winning_version == want, (a["partition"], att.why)
+        assert re.search(r"holds rows of|exactly what", att.why), att.why  # placed by content, not by time
+
+
+def test_explain_of_a_blind_append_no_longer_claims_the_orphan(sample_logs, tmp_path):
+    """(a): the orphan was blamed on v1 (a blind append that read v0); it belongs to v3."""
+    t = Table(_as_cloned(sample_logs, "a-merge-partitions", tmp_path))
+    assert [d.loser_of for d in t.explain(1).defeated] == []
+    assert [d.loser_of for d in t.explain(3).defeated] == [3]
+
+
+def test_error_text_winner_found_by_evidence_says_times_were_not_used(sample_logs, tmp_path):
+    d = sample_logs / "f-delta-rs-aborted"
+    ex = Table(_as_cloned(sample_logs, "f-delta-rs-aborted", tmp_path)).explain_error((d / "error.txt").read_text())
+    assert ex.winning_version == 3, ex.why
+    assert "file times are not trusted" in ex.why
