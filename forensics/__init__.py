@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "synthesize": "forensics.synth",
     "SynthConfig": "forensics.synth",
     "SnapshotFrame": "forensics.log.snapshot",
+    "read_object": "forensics.storage",
+    "parse_location": "forensics.storage",
     "fewer_collections": "forensics.runtime.gc_tuning",
     "cache_root": "forensics.runtime.paths",
 }

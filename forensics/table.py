@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import polars as pl
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached t
     from forensics.evidence.loser import ErrorExplanation
     from forensics.evidence.winner import WinnerMatch
     from forensics.log.delta_log import DeltaLog
+    from forensics.log.remote import RemoteTable
     from forensics.log.snapshot import SnapshotFrame
     from forensics.model import CommitRecord, Finding, Snapshot
     from forensics.replay.whatif import WhatIfRequest, WhatIfResult
@@ -46,10 +47,13 @@ class Table:
     >>> t.whatif(read_version=1, operation="DELETE", predicate="date = '2024-06-18'")
 
     Construction reads the log (from the cache when nothing changed; Spark only for new
-    commits). `rules` names a rule profile for every question (default: the profile of the
-    engine that wrote each commit); `spark` is a caller's SparkSession, `master`/`remote` ask
-    for a cluster or Spark Connect; `use_cache=False` reads afresh and writes no cache.
-    Expected failures raise subclasses of `forensics.ForensicsError`.
+    commits). `uri` is a local path or `s3://`, `s3a://`, `az://`, `abfss://`, `gs://`: a remote
+    `_delta_log` is mirrored into the cache first (only new files are fetched), with
+    `storage_options` in delta-rs's key names over a config-file `profile` over the environment.
+    `rules` names a rule profile for every question (default: the profile of the engine that
+    wrote each commit); `spark` is a caller's SparkSession, `master`/`remote` ask for a cluster
+    or Spark Connect, `spark_conf` holds Spark settings; `use_cache=False` reads afresh and
+    writes no cache. Expected failures raise subclasses of `forensics.ForensicsError`.
     """
 
     def __init__(
@@ -61,6 +65,9 @@ class Table:
         spark: Any = None,
         master: str | None = None,
         remote: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        profile: str | None = None,
+        spark_conf: Mapping[str, str] | None = None,
         progress: Progress | None = None,
         _log: "DeltaLog | None" = None,
     ):
@@ -68,20 +75,45 @@ class Table:
             check_profile(rules)
         self.rules = rules
         self._master, self._remote, self._spark = master, remote, spark
+        self._spark_conf = dict(spark_conf or {})
+        self.store: RemoteTable | None = None
         if _log is None:
-            from forensics.log.delta_log import DeltaLog
-
-            _log = DeltaLog.open(str(uri), use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
+            _log = self._open(str(uri), use_cache, storage_options, profile, progress)
         self._log = _log
         self._lock = threading.RLock()
         self._state: StateIndex | None = None
         self._evidence: dict[tuple[str | None, bool], Evidence] = {}
 
+    def _open(self, uri: str, use_cache: bool, storage_options: Mapping[str, str] | None, profile: str | None,
+              progress: Progress | None) -> "DeltaLog":
+        from forensics.log.delta_log import DeltaLog
+        from forensics.storage import load_profile, parse_location
+
+        loc = parse_location(uri)
+        if loc.kind == "catalog":
+            raise ForensicsError(ExitCode.USAGE, f"{loc.uri} looks like a catalog name (catalog.schema.table): resolving "
+                                 "catalog names is not supported yet; give the table's storage URI or path")
+        prof = load_profile(profile) if profile or loc.is_remote else None
+        self._spark_conf = {**(prof.spark_conf if prof else {}), **self._spark_conf}
+        if not loc.is_remote:
+            return DeltaLog.open(uri, use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
+        from forensics.log.remote import mirror_table
+
+        self.store = mirror_table(loc, storage_options, profile=profile, use_cache=use_cache, progress=progress)
+        log = DeltaLog.open(str(self.store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
+                            progress=progress, as_uri=loc.uri)
+        log.store = self.store
+        return log
+
     @classmethod
     def from_cache(cls, uri: str | Path, *, rules: str | None = None) -> "Table | None":
-        """The table as cached, without starting a JVM; None when the cache is missing or behind."""
+        """The table as cached, without starting a JVM; None when the cache is missing or behind (a
+        remote table is always looked at afresh: only the store knows whether it changed)."""
         from forensics.log.delta_log import DeltaLog
+        from forensics.storage import parse_location
 
+        if parse_location(str(uri)).kind != "local":
+            return None
         log = DeltaLog.open_cached(str(uri))
         return None if log is None else cls(uri, rules=rules, _log=log)
 
@@ -90,7 +122,7 @@ class Table:
             return self._spark
         from forensics.runtime.spark import get_spark
 
-        return get_spark(master=self._master, remote=self._remote)
+        return get_spark(master=self._master, remote=self._remote, conf=self._spark_conf)
 
     # ---- what the log is ------------------------------------------------------------
 

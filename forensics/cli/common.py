@@ -7,7 +7,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
-from forensics.errors import ExitCode
+from forensics.errors import ExitCode, ForensicsError
 from forensics.model import Finding
 
 if TYPE_CHECKING:
@@ -22,6 +22,10 @@ def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> No
     p.add_argument("--strict", action="store_true", help="exit 1 if the log has any warning or error finding")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077")
     p.add_argument("--remote", metavar="URL", help="Spark Connect endpoint, e.g. sc://host:15002")
+    p.add_argument("--storage-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="object-store setting in delta-rs's key names (AWS_ENDPOINT_URL, AZURE_STORAGE_ACCOUNT_NAME, ...); repeatable")
+    p.add_argument("--profile", metavar="NAME", help="named profile of storage options and Spark settings in the config file")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting for the tool's own session; repeatable")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
 
 
@@ -32,7 +36,9 @@ def open_table(args: argparse.Namespace) -> "Table":
 
     def _open(say=None) -> Table:
         return Table(args.table, rules=getattr(args, "rules", None), use_cache=not args.no_cache,
-                     master=getattr(args, "master", None), remote=getattr(args, "remote", None), progress=say)
+                     master=getattr(args, "master", None), remote=getattr(args, "remote", None),
+                     storage_options=pairs(args.storage_option, "--storage-option"), profile=args.profile,
+                     spark_conf=pairs(args.conf, "--conf"), progress=say)
 
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         return _open()
@@ -41,6 +47,17 @@ def open_table(args: argparse.Namespace) -> "Table":
     console = Console(stderr=True)
     with console.status("listing _delta_log …", spinner="dots") as status:
         return _open(lambda msg: status.update(f"{msg} …"))
+
+
+def pairs(values: list[str], flag: str) -> dict[str, str]:
+    """`KEY=VALUE` arguments as a dict; a value may itself hold `=`."""
+    out: dict[str, str] = {}
+    for v in values or []:
+        key, eq, val = v.partition("=")
+        if not eq or not key.strip():
+            raise ForensicsError(ExitCode.USAGE, f"{flag} takes KEY=VALUE, got {key.strip()[:40]!r}")
+        out[key.strip()] = val
+    return out
 
 
 def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> int:

@@ -106,9 +106,15 @@ class Clock:
     intra_commit_gap_ms: int | None
 
 
-def file_clock(log: DeltaLog, on_disk: dict[str, DataFile], canon) -> Clock:
+def file_clock(log: DeltaLog, on_disk: dict[str, DataFile], canon, source: str = "the file system's modification times") -> Clock:
     """Trust file mtimes only when committed files' mtimes agree with their add.modificationTime
-    (files copied or restored get new mtimes, and then no time window can be drawn)."""
+    (files copied or restored get new mtimes, and then no time window can be drawn). `source`
+    says where the times come from (a file system, an object store), and the verdict says it too."""
+    clock = _clock(log, on_disk, canon)
+    return Clock(clock.trusted, f"{source}: {clock.why}", clock.intra_commit_gap_ms)
+
+
+def _clock(log: DeltaLog, on_disk: dict[str, DataFile], canon) -> Clock:
     adds = log.actions.filter(pl.col("kind") == "add").select(["version", "path", "modification_time"])
     diffs: list[int] = []
     per_version: dict[int, list[int]] = {}

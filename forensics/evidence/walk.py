@@ -39,6 +39,7 @@ class Walk:
     referenced: set[str]
     findings: list[Finding] = field(default_factory=list)
     truncated: bool = False
+    time_source: str = "the file system's modification times"  # where the files' times come from
 
 
 def z85_decode(s: str) -> bytes | None:
@@ -122,8 +123,25 @@ def _skip_dir(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
+def _walk_store(log: DeltaLog, extra_actions: pl.DataFrame | None) -> Walk:
+    """The data files of a remote table, listed in the store (sizes and last-modified times; nothing
+    downloaded). Their times are the store's: when each object was written there."""
+    files = [DataFile(f.path, f.size, f.last_modified_ms) for f in log.store.data_files()
+             if not any(_skip_dir(part) for part in f.path.split("/")[:-1])
+             and not (f.path.rsplit("/", 1)[-1].startswith((".", "_")) and not RE_DV_FILE.match(f.path.rsplit("/", 1)[-1]))]
+    findings: list[Finding] = []
+    truncated = len(files) > MAX_FILES
+    if truncated:
+        files = files[:MAX_FILES]
+        findings.append(Finding("evidence.truncated", f"stopped after {MAX_FILES} files", "warning", "."))
+    return Walk(files=files, referenced=referenced_paths(log, extra_actions), findings=findings, truncated=truncated,
+                time_source="the object store's last-modified times")
+
+
 def walk_table(log: DeltaLog, extra_actions: pl.DataFrame | None = None) -> Walk:
     """List the data files under the table root (local or object store) without following links."""
+    if log.store is not None:
+        return _walk_store(log, extra_actions)
     root = log.location
     files: list[DataFile] = []
     findings: list[Finding] = []

@@ -57,6 +57,7 @@ class DeltaLog:
     spark_started: bool = False
     cache_dir: Path | None = None
     spark_factory: SparkFactory = _default_spark
+    store: Any = None  # forensics.log.remote.RemoteTable when the log is a mirror of a remote table
     _records: dict[int, CommitRecord] = field(default_factory=dict, repr=False)
     # Caches: init=False so dataclasses.replace (a counterfactual log) starts with fresh ones.
     _actions_loader: Callable[[], pl.DataFrame] | None = field(default=None, init=False, repr=False, compare=False)
@@ -73,10 +74,13 @@ class DeltaLog:
         use_cache: bool = True,
         spark_factory: SparkFactory | None = None,
         progress: Progress | None = None,
+        as_uri: str | None = None,
     ) -> "DeltaLog":
+        """Read the log at `location`; `as_uri` is the table's own URI when `location` is a local
+        mirror of a remote `_delta_log` (the cache, paths and output then speak of the remote table)."""
         spark_factory = spark_factory or _default_spark
         say = progress or (lambda _msg: None)
-        listing, spark = _list_while_starting(location, spark_factory, use_cache)
+        listing, spark = _list_while_starting(location, spark_factory, use_cache, as_uri)
         if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
             raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
         cache_dir = table_cache_dir(listing.table_uri)
@@ -135,13 +139,13 @@ class DeltaLog:
         return log
 
     @classmethod
-    def open_cached(cls, location: str) -> "DeltaLog | None":
+    def open_cached(cls, location: str, as_uri: str | None = None) -> "DeltaLog | None":
         """The table from the cache only (lists `_delta_log`, never starts a JVM).
 
         None when there is no cache or it is stale (a commit appeared, changed or is
         newer than the cached maximum): the caller then falls back to `open`.
         """
-        listing = L.list_log(location)
+        listing = _as(L.list_log(location), as_uri)
         plan = _plan_files(listing)
         if not plan:
             return None
@@ -284,7 +288,15 @@ def _then_concat(first, more: pl.DataFrame):
     return pl.concat([first, more], how="vertical_relaxed")
 
 
-def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool) -> tuple[L.LogListing, Any]:
+def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
+    """The listing of a mirror, speaking of the remote table (each file keeps its local URI)."""
+    if as_uri is not None:
+        listing.table_uri = as_uri
+    return listing
+
+
+def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool,
+                         as_uri: str | None = None) -> tuple[L.LogListing, Any]:
     """List `_delta_log`, starting the JVM at the same time when Spark will surely be needed
     (no cache to consult) and the log directory exists.
 
@@ -293,13 +305,13 @@ def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: 
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
-    cached = use_cache and (table_cache_dir(table_uri) / "meta.json").exists()
+    cached = use_cache and (table_cache_dir(as_uri or table_uri) / "meta.json").exists()
     if not local_log or cached:
-        return L.list_log(location), None
+        return _as(L.list_log(location), as_uri), None
     with ThreadPoolExecutor(max_workers=1) as pool:
         fut = pool.submit(L.list_log, location)
         spark = spark_factory()
-        return fut.result(), spark
+        return _as(fut.result(), as_uri), spark
 
 
 # --------------------------------------------------------------------------------------

@@ -20,3 +20,10 @@ def table_cache_dir(location: str) -> Path:
     """One cache directory per table location (a hash of the normalised URI)."""
     digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:20]
     return cache_root() / "tables" / digest
+
+
+def mirror_dir(location: str) -> Path:
+    """Where a remote table's `_delta_log` is mirrored (apart from the parsed-log cache, which is
+    rebuilt wholesale when its format changes)."""
+    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:20]
+    return cache_root() / "mirrors" / digest

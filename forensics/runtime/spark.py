@@ -85,8 +85,9 @@ def driver_java_options(java: JavaInfo) -> str:
     return " ".join(o for o in ("-Dlog4j2.level=error", opts, plan(java.path, java.raw, opts).options) if o)
 
 
-def get_spark(master: str | None = None, remote: str | None = None) -> Any:
-    """One SparkSession per process (tests share it); cluster or Connect when asked."""
+def get_spark(master: str | None = None, remote: str | None = None, conf: dict[str, str] | None = None) -> Any:
+    """One SparkSession per process (tests share it); cluster or Connect when asked. `conf` holds
+    the user's Spark settings (`--conf`, a profile's spark_conf), applied when the session starts."""
     global _session, _session_key
     key = (master, remote)
     with _lock:
@@ -98,6 +99,8 @@ def get_spark(master: str | None = None, remote: str | None = None) -> Any:
             raise ForensicsError(ExitCode.SPARK, f"pyspark is not installed: {e}") from e
         if remote:
             builder = SparkSession.builder.remote(remote).appName("delta-forensics")
+            for k, v in (conf or {}).items():
+                builder = builder.config(k, v)
             try:
                 _session = builder.getOrCreate()
             except Exception as e:  # noqa: BLE001 - report, do not trace
@@ -107,6 +110,8 @@ def get_spark(master: str | None = None, remote: str | None = None) -> Any:
         java = check_java()
         builder = SparkSession.builder.appName("delta-forensics").master(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"))
         builder = _local_conf(builder, java)
+        for k, v in (conf or {}).items():  # the user's settings last: they win over ours
+            builder = builder.config(k, v)
         try:
             with _JvmStderrToFile(_spark_log_path()):
                 _session = builder.getOrCreate()

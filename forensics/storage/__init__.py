@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from forensics.storage.errors import classify, store_errors
 from forensics.storage.location import StoreLocation, parse_location, scrub_uri_credentials
-from forensics.storage.mirror import Mirror, MirrorProgress, RemoteFile, list_table_files, mirror_log
+from forensics.storage.mirror import Mirror, MirrorProgress, RemoteFile, list_table_files, mirror_log, read_object
 from forensics.storage.options import Profile, StorageOptions, config_path, load_profile, resolve_options
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "list_table_files",
     "load_profile",
     "mirror_log",
+    "read_object",
     "parse_location",
     "resolve_options",
     "scrub_uri_credentials",

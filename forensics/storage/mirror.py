@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -386,3 +386,20 @@ def mirror_log(
         seconds=round(time.monotonic() - started, 3),
         skipped=skipped,
     )
+
+
+def read_object(uri: str, options: StorageOptions | Mapping[str, Any] | None = None, *, profile: str | None = None,
+                limit: int = 2 * 1024 * 1024) -> bytes:
+    """The first `limit` bytes (0: all) of one object (an error text, an event log file), read-only."""
+    import obstore
+
+    loc = parse_location(uri)
+    parent, _, name = loc.prefix.rpartition("/")
+    folder = replace(loc, prefix=parent, uri=loc.uri.rsplit("/", 1)[0])
+    if not isinstance(options, StorageOptions):
+        options = resolve_options(folder, dict(options or {}), profile=profile)
+    with store_errors(loc, options, listing=False):
+        store = options.store(folder)
+        size = int(obstore.head(store, name)["size"])
+        got = obstore.get(store, name, options={"range": (0, limit)} if limit and size > limit else None)
+        return bytes(got.bytes())

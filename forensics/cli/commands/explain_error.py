@@ -32,9 +32,25 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _read_text(path: str) -> str:
+def _remote(path: str) -> bool:
+    from forensics import parse_location
+
+    return parse_location(path).is_remote
+
+
+def _read_remote(args: argparse.Namespace, uri: str, limit: int) -> bytes:
+    """An error text or event log kept in an object store, with the table's storage settings."""
+    from forensics import read_object
+    from forensics.cli.common import pairs
+
+    return read_object(uri, pairs(args.storage_option, "--storage-option"), profile=args.profile, limit=limit)
+
+
+def _read_text(args: argparse.Namespace, path: str) -> str:
     if path == "-":
         return sys.stdin.read(MAX_TEXT)
+    if _remote(path):
+        return _read_remote(args, path, MAX_TEXT).decode("utf-8", errors="replace")
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
             return fh.read(MAX_TEXT)
@@ -96,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     check_profile(args.rules)  # an unknown --rules fails before anything is read
     if args.event_log:
         try:
-            failures = parse_event_log(args.event_log)
+            source = _read_remote(args, args.event_log, 0).splitlines() if _remote(args.event_log) else args.event_log
+            failures = parse_event_log(source)
         except (OSError, ValueError) as e:
             raise ForensicsError(ExitCode.USAGE, f"cannot read event log {args.event_log}: {inert(str(e), 200)}") from e
         items = [(f.report, (f.start_ms, f.end_ms) if f.start_ms is not None and f.end_ms is not None else None, f) for f in failures]
@@ -104,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         if not items:
             raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"no failed execution in the event log ended with a Delta concurrency error ({len(failures)} failure(s) seen)")
     else:
-        report = parse_error_text(_read_text(args.error_file))
+        report = parse_error_text(_read_text(args, args.error_file))
         if not report.recognized:
             raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"not a Delta concurrency error: {inert(report.why_not or 'no conflict text found', 300)}")
         items = [(report, None, None)]
