@@ -198,3 +198,24 @@ def test_a_profile_holds_storage_options(s3_server, sample_logs, tmp_path, monke
     code, out, err = cli("history", uri, "--json", "-q", "--profile", "local-s3")
     assert code == 0, err
     assert len(json.loads(out)) == 20
+
+
+def test_conf_and_a_profiles_spark_conf_reach_the_tools_spark_session(sample_logs, tmp_path, repo_root):
+    """--conf (and a profile's spark_conf) set the tool's own Spark session: an event log appears where
+    spark.eventLog.dir says, in a fresh process (one session per process)."""
+    import subprocess
+    import sys
+
+    events = tmp_path / "events"
+    events.mkdir()
+    conf = tmp_path / "config.toml"
+    conf.write_text(f'[profiles.ev]\nspark_conf = {{ "spark.eventLog.dir" = "file://{events}" }}\n')
+    env = {**os.environ, "DELTA_FORENSICS_CONFIG": str(conf)}
+    out = subprocess.run([sys.executable, "-m", "forensics", "history", str(sample_logs / "quickstart" / "table"), "--json",
+                          "--no-cache", "--profile", "ev", "--conf", "spark.eventLog.enabled=true"],
+                         capture_output=True, text=True, cwd=repo_root, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert any(events.iterdir()), "no Spark event log written: the settings did not reach the session"
+    bad = subprocess.run([sys.executable, "-m", "forensics", "history", "x", "--conf", "novalue"],
+                         capture_output=True, text=True, cwd=repo_root, timeout=120)
+    assert bad.returncode == 2 and "--conf takes KEY=VALUE" in bad.stderr
