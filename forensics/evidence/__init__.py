@@ -86,10 +86,12 @@ def collect_evidence(log: DeltaLog, state: StateIndex | None = None, *, rules: s
             a.stray_commit = sc.file
             rv = sc.read_version
         if replay:
-            # A byte-identical re-write is a re-run whatever the file times say; the orphans' footers
-            # bound what it read without any time at all (forensics.evidence.footers).
-            retry = likely_retry(log, a, canon)
-            bounds = read_bounds(log, state, a.files)
+            # Trusted file times place the attempt; without them, a same-size re-write in the same
+            # partition stands for its re-run, and the orphans' footers bound what it read
+            # (forensics.evidence.footers). Neither is used when times can place it: writers that
+            # write same-sized files make the re-run guess weak, and the times are stronger.
+            retry = None if clock.trusted else likely_retry(log, a, canon)
+            bounds = None if clock.trusted else read_bounds(log, state, a.files)
             replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv, bounds=bounds)
             if sc is not None and rv is not None:
                 a.why += f" Its commit file {sc.file} records readVersion {rv} and operation {sc.operation}."
