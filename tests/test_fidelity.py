@@ -290,3 +290,19 @@ def test_a_copied_commit_file_is_not_concurrency(tmp_path):
     st = table.stats_report(with_evidence=False).to_dict()
     assert st["totals"]["stale_windows"] == 0
     assert max(c["max_concurrent"] for c in st["concurrency"]) == 1  # sequential: windows only touch
+
+
+def test_sync_identity_reads_the_whole_table(tmp_path):
+    """ALTER TABLE ... ALTER COLUMN id SYNC IDENTITY commits as CHANGE COLUMN with the identity tag after
+    filterFiles() and readWholeTable() (delta-spark alterDeltaTableCommands): an append to any partition
+    that landed in its window aborts it, partitioned table or not."""
+    t = SparkTable(tmp_path / "t", "Apache-Spark/3.5.1 Delta-Lake/3.2.0", seed=29, start_ms=T0)
+    t.create_as_select([t.data_file("2024-01-01", [1, 2])])
+    t.tick(1_000)
+    t.append([t.data_file("2024-01-09", [3])], 0)
+    t.tick(1_000)
+    params = {"column": "id", "syncIdentity": "true"}
+    v = t.commit("CHANGE COLUMN", params, [t.metadata()], 0, tags={"delta.identity.schemaUpdate": "true"})
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.sets.read.whole_table
+    assert ex.verdict.verdict == "anomaly" and ex.verdict.exception == "ConcurrentAppendException", ex.verdict.why

@@ -1,14 +1,19 @@
-"""Conformance scenarios: load and validate them, turn one into the checker's inputs, write it as a log.
+"""Conformance scenarios: load and validate them, and write each one as the log its engine would leave.
 
 A scenario file is ours (format: `scenarios/README.md`); the shipped set lives in
 `forensics/conformance/scenarios/` and is read with `importlib.resources`, so it works from a
 wheel or a fresh clone. `load_scenarios(path)` reads another file (or folder of files) in the
 same format instead.
 
-`scenario_inputs` gives (Transaction, [WinningCommit], Profile) at read version 0;
-`materialize_scenario` writes the scenario as a real delta-spark-format `_delta_log` (setup at
-version 0, one version per winning commit); `outcome_agrees` compares a checker result with the
-scenario's expected outcome.
+`materialize_scenario` writes a scenario as a real `_delta_log` in its writer's on-disk form,
+through the synth writer (`forensics.synth.SparkLogWriter`, delta-spark's action and commitInfo
+classes, `forensics.synth.opparams` for delta-spark's parameter encoding): version 0 = the
+setup, then one version per winning commit, then the current transaction *as the commit it
+would have written* (`transaction_version`). What a transaction read is never computed here:
+the log holds only what the engine records (operation, operationParameters, readVersion,
+isolationLevel, isBlindAppend), and `forensics.Table` rebuilds the rest. `whatif_request` is
+the question a user would put to `Table.whatif` for the same transaction; `outcome_agrees`
+compares an answer with the scenario's `expected`.
 """
 
 from __future__ import annotations
@@ -16,33 +21,27 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import sqlglot
-from sqlglot import exp
-
-from forensics.log.snapshot import metadata_from_json, protocol_from_json
-from forensics.model import (
-    EXCEPTION_NAMES,
-    ISOLATION_LEVELS,
-    Bound,
-    CommitRecord,
-    DeletionVectorRef,
-    FileAction,
-    Metadata,
-    Protocol,
-    ReadSet,
-    Transaction,
-    WinningCommit,
-    WriteSet,
-)
-from forensics.rules.isolation import effective_isolation_level, is_blind_append
+from forensics.model import EXCEPTION_NAMES, ISOLATION_LEVELS
 from forensics.rules.messages import DELTA_RS_VARIANT, delta_name
-from forensics.rules.profiles import Profile, get_profile
+from forensics.synth.actions import (
+    AddFile,
+    CommitInfo,
+    DeletionVector,
+    DomainMetadata,
+    MetaData,
+    ProtocolAction,
+    RemoveFile,
+    SetTransaction,
+    dumps,
+)
+from forensics.synth.opparams import json_list
+from forensics.synth.sparkformat import SparkLogWriter
 
 FORMAT = "delta-forensics/conformance-scenarios"
 FORMAT_VERSION = 1
@@ -53,36 +52,41 @@ ANY_CONFLICT = "CommitConflict"  # expected outcome: the test asserts some confl
 
 @dataclass(frozen=True)
 class Engine:
-    profile: str  # the rule profile the scenario is checked with
-    engine_info: str  # what the engine writes in commitInfo.engineInfo (spec §8.1, §9)
+    profile: str  # the rule profile the engine's commits select (from engineInfo) in forensics
+    engine_info: str  # commitInfo.engineInfo as the engine at the scenarios' source commit writes it
     outcomes: tuple[str, ...]  # the failure names its tests assert (besides "commit")
+    release: str  # which build `engine_info` names, and why
 
 
 ENGINES: dict[str, Engine] = {
-    "delta-spark": Engine("delta-spark-4.1+", "Apache-Spark/4.0.0 Delta-Lake/4.4.0",
-                          (*EXCEPTION_NAMES, "DeltaIllegalStateException")),
-    "delta-rs": Engine("delta-rs", "delta-rs:py-1.6.0", (*DELTA_RS_VARIANT, ANY_CONFLICT)),
-    "delta-kernel-java": Engine("kernel", "Kernel-4.0.0/delta-forensics-conformance",
+    # delta-io/delta @ bb1057f: version.sbt says 4.4.0-SNAPSHOT, the default Spark is 4.2.0
+    # (project/CrossSparkVersions.scala); engineInfo = "Apache-Spark/<SPARK_VERSION> Delta-Lake/<VERSION>".
+    "delta-spark": Engine("delta-spark-4.1+", "Apache-Spark/4.2.0 Delta-Lake/4.4.0-SNAPSHOT",
+                          (*EXCEPTION_NAMES, "DeltaIllegalStateException"),
+                          "delta-io/delta bb1057f (version.sbt 4.4.0-SNAPSHOT, default Spark 4.2.0)"),
+    # delta-io/delta-rs @ 2c996fa = python/Cargo.toml 1.6.3; engineInfo = "delta-rs:" + crate_version(),
+    # which the Python binding sets to "py-<version>" (crates/core/src/lib.rs, protocol/mod.rs get_commit_info).
+    "delta-rs": Engine("delta-rs", "delta-rs:py-1.6.3", (*DELTA_RS_VARIANT, ANY_CONFLICT),
+                       "delta-io/delta-rs 2c996fa (python 1.6.3)"),
+    # Kernel writes "Kernel-" + Meta.KERNEL_VERSION + "/" + the engine's own info (TransactionImpl
+    # .generateCommitAction); the kernel-defaults tests pass "test-engine" (WriteUtils.testEngineInfo).
+    "delta-kernel-java": Engine("kernel", "Kernel-4.4.0-SNAPSHOT/test-engine",
                                 ("ConcurrentWriteException", "ConcurrentTransactionException",
-                                 "MetadataChangedException", "ProtocolChangedException")),
+                                 "MetadataChangedException", "ProtocolChangedException"),
+                                "delta-io/delta bb1057f kernel (4.4.0-SNAPSHOT), kernel-defaults test engine"),
 }
+
+# delta-rs operations that put readVersion into their commitInfo (app_metadata "readVersion"):
+# crates/core/src/operations/{delete,update,merge/mod,optimize,filesystem_check,restore}.rs @ 2c996fa.
+# Every other delta-rs operation (WRITE, STREAMING UPDATE, SET TBLPROPERTIES, ...) records none.
+DELTA_RS_READ_VERSION_OPS = frozenset({"DELETE", "UPDATE", "MERGE", "OPTIMIZE", "FSCK", "RESTORE"})
+DELTA_RS_CLIENT_VERSION = "delta-rs.py-1.6.3"
 
 TABLE_ID = "00000000-0000-0000-0000-00000000c0de"  # metaData.id of every materialized scenario
 BASE_TS = 1_700_000_000_000  # version 0's timestamp (ms); version v is BASE_TS + 1000 v
 DEFAULT_SIZE = 1024  # add/remove `size` when a scenario leaves it out
 
 _DELTA_TYPE = {"int": "integer", "bigint": "long", "smallint": "short", "tinyint": "byte"}
-
-
-@dataclass
-class ScenarioInputs:
-    id: str
-    txn: Transaction
-    winners: list[WinningCommit]
-    profile: Profile
-    setup_files: list[FileAction]
-    read_metadata: Metadata
-    read_protocol: Protocol
 
 
 # --------------------------------------------------------------------------------------
@@ -92,15 +96,20 @@ class ScenarioInputs:
 SCENARIO_KEYS = {  # key -> required
     "id": True, "title": True, "engine": True, "source": True, "isolation": True, "partition_columns": True,
     "schema": True, "table_properties": True, "table_protocol": True, "setup_files": True, "transaction": True,
-    "winning_commits": True, "expected": True, "remarks": False, "known_difference": False,
+    "winning_commits": True, "expected": True, "whatif": False, "not_expressible": False, "remarks": False,
+    "known_difference": False,
 }
 SOURCE_KEYS = ("repo", "commit", "file", "test")
 TRANSACTION_KEYS = {"operation": True, "read": True, "is_blind_append": True, "actions": True, "mode": False,
-                    "sql": False, "condition": False, "tags": False}
+                    "commit": False, "sql": False, "condition": False, "tags": False}
+COMMIT_KEYS = {"operation": False, "parameters": False}
 READ_KEYS = ("predicates", "files", "whole_table", "app_ids")
-WINNER_KEYS = {"operation": True, "is_blind_append": True, "actions": True, "predicate": False, "sql": False,
-               "tags": False}
-EXPECTED_KEYS = {"outcome": True, "error_class": False, "message_contains": False}
+WINNER_KEYS = {"operation": True, "is_blind_append": True, "actions": True, "predicate": False,
+               "parameters": False, "sql": False, "tags": False}
+EXPECTED_KEYS = {"outcome": True, "error_class": False, "message_contains": False, "winning_commit": False}
+WHATIF_KEYS = {"operation": True, "predicate": False, "mode": False, "partitions": False, "isolation_level": False,
+               "app_id": False, "note": False}
+PATHS = ("explain", "whatif")  # the two ways a scenario is answered
 ACTION_REQUIRED = {  # Delta's on-disk action name -> fields a scenario must give
     "add": ("path", "partitionValues", "dataChange"),
     "remove": ("path", "partitionValues", "dataChange"),
@@ -110,6 +119,7 @@ ACTION_REQUIRED = {  # Delta's on-disk action name -> fields a scenario must giv
     "domainMetadata": ("domain", "configuration", "removed"),
 }
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_MIN_REASON = 20  # a reason is a sentence, not a word
 
 
 def _keys(obj: Any, spec: dict[str, bool], where: str) -> list[str]:
@@ -126,6 +136,10 @@ def _is_str_list(v: Any) -> bool:
 
 def _is_str_map(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(k, str) and isinstance(x, str) for k, x in v.items())
+
+
+def _is_reason(v: Any) -> bool:
+    return isinstance(v, str) and len(v.strip()) > _MIN_REASON
 
 
 def _validate_action(a: Any, where: str) -> list[str]:
@@ -168,6 +182,30 @@ def _validate_actions(actions: Any, where: str) -> list[str]:
     for once in ("metaData", "protocol"):
         if kinds.count(once) > 1:
             out.append(f"{where}: more than one {once} action")
+    return out
+
+
+def _validate_per_path(v: Any, where: str) -> list[str]:
+    if not (isinstance(v, dict) and v and set(v) <= set(PATHS)):
+        return [f"{where}: an object with `explain` and/or `whatif`, each a sentence or more of text"]
+    return [f"{where}.{k}: a sentence or more of text" for k, r in v.items() if not _is_reason(r)]
+
+
+def _validate_whatif(w: Any, where: str) -> list[str]:
+    out = _keys(w, WHATIF_KEYS, where)
+    if out:
+        return out
+    if not (isinstance(w["operation"], str) and w["operation"].strip()):
+        out.append(f"{where}.operation is an operation name (`delta-forensics whatif --operation`)")
+    for k in ("predicate", "mode", "isolation_level", "app_id"):
+        if k in w and not (isinstance(w[k], str) and w[k]):
+            out.append(f"{where}.{k} is a non-empty string")
+    if "note" in w and not _is_reason(w["note"]):
+        out.append(f"{where}.note: a sentence or more of text")
+    if "isolation_level" in w and w["isolation_level"] not in ISOLATION_LEVELS:
+        out.append(f"{where}.isolation_level is one of {list(ISOLATION_LEVELS)}")
+    if "partitions" in w and not (isinstance(w["partitions"], list) and all(_is_str_map(p) for p in w["partitions"])):
+        out.append(f"{where}.partitions is a list of {{column: value}} objects")
     return out
 
 
@@ -228,6 +266,14 @@ def validate_scenario(s: Any) -> list[str]:
             out.append(f"{where}.transaction.is_blind_append is null, true or false")
         if "tags" in txn and not _is_str_map(txn["tags"]):
             out.append(f"{where}.transaction.tags maps names to strings")
+        commit = txn.get("commit")
+        if commit is not None:
+            out += _keys(commit, COMMIT_KEYS, f"{where}.transaction.commit")
+            if isinstance(commit, dict) and "parameters" in commit and not isinstance(commit["parameters"], dict):
+                out.append(f"{where}.transaction.commit.parameters is an object")
+        if not txn.get("operation") and not (isinstance(commit, dict) and commit.get("operation")):
+            out.append(f"{where}.transaction: an engine test without an operation needs `commit.operation`, "
+                       "the operation whose commit states the same reads and actions")
         out += _validate_actions(txn.get("actions"), f"{where}.transaction.actions")
     winners = s.get("winning_commits")
     if not (isinstance(winners, list) and winners):
@@ -241,6 +287,8 @@ def validate_scenario(s: Any) -> list[str]:
                 out.append(f"{ww}.is_blind_append is null, true or false")
             if "tags" in w and not _is_str_map(w["tags"]):
                 out.append(f"{ww}.tags maps names to strings")
+            if "parameters" in w and not isinstance(w["parameters"], dict):
+                out.append(f"{ww}.parameters is an object")
             out += _validate_actions(w.get("actions"), f"{ww}.actions")
 
     exp_ = s.get("expected")
@@ -253,10 +301,29 @@ def validate_scenario(s: Any) -> list[str]:
             if k in exp_ and not (isinstance(exp_[k], str) and exp_[k]):
                 out.append(f"{where}.expected.{k} is a non-empty string")
         if exp_.get("outcome") == "commit" and len(exp_) > 1:
-            out.append(f"{where}.expected: a commit has no error_class or message")
-    for k in ("remarks", "known_difference"):
-        if k in s and not (isinstance(s[k], str) and len(s[k].strip()) > 20):
-            out.append(f"{where}.{k}: a sentence or more of text")
+            out.append(f"{where}.expected: a commit has no error_class, message or winning commit")
+        wc = exp_.get("winning_commit")
+        if wc is not None and not (isinstance(wc, int) and not isinstance(wc, bool) and 1 <= wc <= len(winners)):
+            out.append(f"{where}.expected.winning_commit is the 1-based position of a winning commit")
+        if exp_.get("outcome") != "commit" and len(winners) > 1 and wc is None:
+            out.append(f"{where}.expected: with several winning commits an abort names `winning_commit`")
+
+    if "whatif" in s:
+        out += _validate_whatif(s["whatif"], f"{where}.whatif")
+    for k in ("not_expressible", "known_difference"):
+        if k in s:
+            out += _validate_per_path(s[k], f"{where}.{k}")
+    nx, kd = s.get("not_expressible") or {}, s.get("known_difference") or {}
+    if isinstance(nx, dict) and isinstance(kd, dict):
+        both = sorted(set(nx) & set(kd))
+        if both:
+            out.append(f"{where}: {both} cannot be both not expressible and a known difference")
+        if "whatif" not in s and "whatif" not in nx:
+            out.append(f"{where}: needs `whatif` (the question for Table.whatif) or `not_expressible.whatif`")
+        if "whatif" in s and "whatif" in nx:
+            out.append(f"{where}: `whatif` is given although `not_expressible.whatif` says it cannot be asked")
+    if "remarks" in s and not _is_reason(s["remarks"]):
+        out.append(f"{where}.remarks: a sentence or more of text")
     return out
 
 
@@ -293,9 +360,9 @@ def shipped_files() -> list[Any]:
 
 
 def read_documents(path: str | Path | None = None) -> list[tuple[str, Any]]:
-    """(name, parsed JSON) of the shipped files, or of `path` (a file, or a folder of *.json)."""
+    """(name, parsed JSON) of each scenario file: the shipped set, or `path` (a file or a folder)."""
     if path is None:
-        files: Iterable[Any] = shipped_files()
+        files: list[Any] = shipped_files()
     else:
         p = Path(path)
         if p.is_dir():
@@ -330,26 +397,67 @@ def load_scenarios(path: str | Path | None = None) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------
-# scenario -> checker inputs
+# what the scenario asks of the two paths
 # --------------------------------------------------------------------------------------
 
 
-def _columns(pred: str) -> set[str] | None:
-    try:
-        tree = sqlglot.parse_one(pred, read="spark")
-    except Exception:  # noqa: BLE001 - sqlglot raises several types; unparseable = unknown columns
+def transaction_version(s: dict[str, Any]) -> int:
+    """The version the current transaction's commit takes in the materialized log."""
+    return len(s["winning_commits"]) + 1
+
+
+def expected_winner(s: dict[str, Any]) -> int | None:
+    """The version of the winning commit an expected abort names (None for a commit)."""
+    exp_ = s["expected"]
+    if exp_["outcome"] == "commit":
         return None
-    return {c.name for c in tree.find_all(exp.Column)}
+    return int(exp_.get("winning_commit") or 1)
 
 
-def classify(pred: str, partition_columns: Iterable[str]) -> tuple[str, str | None]:
-    """spec §4.1: (partition predicate, data predicate). A filter that references any
-    non-partition column (incl. OR mixing both) is a data filter => partition part TRUE."""
-    cols = _columns(pred)
-    parts = {p.lower() for p in partition_columns}
-    if cols is not None and all(c.lower() in parts for c in cols):
-        return pred, None
-    return "TRUE", pred
+def whatif_request(s: dict[str, Any]) -> dict[str, Any] | None:
+    """The `Table.whatif` keyword arguments for the scenario's transaction (None: it cannot be asked).
+
+    The transaction read version 0; the window it is checked against ends at the last winning
+    commit (`until`), so the transaction's own commit, which the log also holds, is not a winner.
+    """
+    w = s.get("whatif")
+    if w is None:
+        return None
+    req: dict[str, Any] = {"read_version": 0, "until": len(s["winning_commits"]), "operation": w["operation"]}
+    for k in ("predicate", "mode", "isolation_level", "app_id"):
+        if w.get(k):
+            req[k] = w[k]
+    if w.get("partitions"):
+        req["partitions"] = [dict(p) for p in w["partitions"]]
+    return req
+
+
+def outcome_agrees(expected: dict[str, Any], exception: str | None, error_class: str | None = None,
+                   message: str | None = None) -> bool:
+    """Does a checker result match the scenario's `expected`?
+
+    Outcomes compare by Delta's simple class name (delta-rs variants map onto them);
+    `CommitConflict` accepts any conflict. `error_class` matches exactly, or as the class of
+    a sub-class (`DELTA_X` matches `DELTA_X.WITH_PARTITION_HINT`); `message_contains` is a
+    substring of the message. (Which winner it names is compared by the runner.)
+    """
+    want = expected["outcome"]
+    if want == "commit":
+        return exception is None
+    if exception is None:
+        return False
+    if want != ANY_CONFLICT and delta_name(want) != exception:
+        return False
+    ec = expected.get("error_class")
+    if ec and not (error_class == ec or (error_class or "").startswith(ec + ".")):
+        return False
+    mc = expected.get("message_contains")
+    return not mc or mc in (message or "")
+
+
+# --------------------------------------------------------------------------------------
+# materializing: each engine's on-disk form
+# --------------------------------------------------------------------------------------
 
 
 def _type_of(t: str | dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -368,64 +476,11 @@ def schema_string(schema: dict[str, Any]) -> str:
     return json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
 
 
-def read_metadata(s: dict[str, Any]) -> Metadata:
-    """The table's Metadata at the read version (written as version 0)."""
-    return Metadata(id=TABLE_ID, name=None, description=None, format_provider="parquet",
-                    schema_string=schema_string(s["schema"]), partition_columns=tuple(s["partition_columns"]),
-                    configuration={str(k): str(v) for k, v in s["table_properties"].items()}, created_time=BASE_TS)
-
-
-def read_protocol(s: dict[str, Any]) -> Protocol:
-    p = protocol_from_json(json.dumps(s["table_protocol"]))
-    if p is None:
-        raise ValueError(f"scenario {s['id']!r}: table_protocol is not a protocol")
-    return p
-
-
-def _file(kind: str, d: dict[str, Any], version: int) -> FileAction:
-    dv = d.get("deletionVector")
-    dvref = None
-    if dv:
-        dvref = DeletionVectorRef(storage_type=str(dv["storageType"]), path_or_inline_dv=str(dv["pathOrInlineDv"]),
-                                  offset=dv.get("offset"), size_in_bytes=dv.get("sizeInBytes"),
-                                  cardinality=dv.get("cardinality"))
-    return FileAction(version=version, kind=kind, path=str(d["path"]),  # type: ignore[arg-type]
-                      partition_values=dict(d.get("partitionValues") or {}), size=d.get("size", DEFAULT_SIZE),
-                      data_change=d.get("dataChange"), stats=d.get("stats"), deletion_vector=dvref,
-                      modification_time=d.get("modificationTime", BASE_TS),
-                      deletion_timestamp=d.get("deletionTimestamp", BASE_TS + version) if kind == "remove" else None)
-
-
-@dataclass
-class _Actions:
-    adds: list[FileAction]
-    removes: list[FileAction]
-    metadata: Metadata | None
-    protocol: Protocol | None
-    app_txns: dict[str, int]
-    domains: list[str]
-
-    def other_kinds(self) -> list[str]:
-        """Non-file actions as effective_isolation_level names them."""
-        return (["metaData"] * bool(self.metadata) + ["protocol"] * bool(self.protocol) + ["txn"] * bool(self.app_txns)
-                + [f"domainMetadata:{d}" for d in self.domains])
-
-
-def _actions(actions: list[dict[str, Any]], version: int) -> _Actions:
-    out = _Actions([], [], None, None, {}, [])
-    for a in actions:
-        kind, body = next(iter(a.items()))
-        if kind in ("add", "remove"):
-            (out.adds if kind == "add" else out.removes).append(_file(kind, body, version))
-        elif kind == "metaData":
-            out.metadata = metadata_from_json(json.dumps(body))
-        elif kind == "protocol":
-            out.protocol = protocol_from_json(json.dumps(body))
-        elif kind == "txn":
-            out.app_txns[str(body["appId"])] = int(body["version"])
-        elif kind == "domainMetadata":
-            out.domains.append(str(body["domain"]))
-    return out
+def setup_metadata(s: dict[str, Any]) -> dict[str, Any]:
+    """The table's metaData at the read version (version 0), on-disk field names."""
+    return {"id": TABLE_ID, "format": {"provider": "parquet", "options": {}}, "schemaString": schema_string(s["schema"]),
+            "partitionColumns": list(s["partition_columns"]),
+            "configuration": {str(k): str(v) for k, v in s["table_properties"].items()}, "createdTime": BASE_TS}
 
 
 def _levels(s: dict[str, Any]) -> tuple[str, str]:
@@ -434,197 +489,341 @@ def _levels(s: dict[str, Any]) -> tuple[str, str]:
     return iso.get("table", "Serializable"), iso.get("transaction", "Serializable")
 
 
-def _winner_params(w: dict[str, Any]) -> dict[str, Any]:
-    """operationParameters as delta-spark writes them on disk (spec §8.1): JSON text for lists."""
-    op = w.get("operation") or ""
-    params: dict[str, Any] = {}
-    if w.get("predicate"):
-        params["predicate"] = json.dumps([w["predicate"]]) if op in ("DELETE", "UPDATE", "MERGE", "OPTIMIZE") \
-            else str(w["predicate"])
-    if op == "WRITE":
-        params["mode"] = "Append"
-    return params
+def _kinds(actions: list[dict[str, Any]]) -> list[str]:
+    return [next(iter(a)) for a in actions]
 
 
-def _commit_info(s: dict[str, Any], w: dict[str, Any], version: int, acts: _Actions) -> dict[str, Any]:
+def _read_anything(read: dict[str, Any]) -> bool:
+    return bool(read["predicates"] or read["files"] or read["whole_table"])
+
+
+def derived_blind_append(txn: dict[str, Any]) -> bool:
+    """`isBlindAppend` as delta-spark's commitImpl computes it when the scenario leaves it open:
+    every file action is an add, and no read predicate, file or whole-table read was recorded."""
+    kinds = _kinds(txn["actions"])
+    return all(k != "remove" for k in kinds) and not _read_anything(txn["read"])
+
+
+def _winner_level(s: dict[str, Any], actions: list[dict[str, Any]]) -> str:
+    """A winner's recorded isolationLevel: SnapshotIsolation when it only rearranges files
+    (every action a file action with dataChange false) on a Serializable table, else the table's
+    level. Winners' levels are shown, never checked."""
     table_level, _ = _levels(s)
-    ci: dict[str, Any] = {
-        "timestamp": BASE_TS + version * 1000,
-        "operation": w.get("operation") or "WRITE",
-        "operationParameters": _winner_params(w),
-        "readVersion": version - 1,
-        "isolationLevel": effective_isolation_level([*acts.adds, *acts.removes], w.get("operation"), table_level,
-                                                    other_actions=acts.other_kinds()),
-    }
-    if w.get("is_blind_append") is not None:
-        ci["isBlindAppend"] = bool(w["is_blind_append"])
-    if w.get("tags"):
-        ci["tags"] = dict(w["tags"])
-    ci["engineInfo"] = ENGINES[s["engine"]].engine_info
-    ci["txnId"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{s['id']}#{version}"))
-    return ci
+    files = [a for a in actions if next(iter(a)) in ("add", "remove")]
+    if actions and len(files) == len(actions) and not any(next(iter(a.values())).get("dataChange") for a in files) \
+            and table_level == "Serializable":
+        return "SnapshotIsolation"
+    return table_level
 
 
-def _record(version: int, ci: dict[str, Any], acts: _Actions) -> CommitRecord:
-    return CommitRecord(
-        version=version, timestamp=ci["timestamp"], in_commit_timestamp=None, file_modification_time=None,
-        operation=ci["operation"], operation_parameters=dict(ci["operationParameters"]),
-        read_version=ci["readVersion"], isolation_level=ci["isolationLevel"], is_blind_append=ci.get("isBlindAppend"),
-        txn_id=ci["txnId"], engine_info=ci["engineInfo"], tags=ci.get("tags"), num_add=len(acts.adds),
-        num_remove=len(acts.removes), has_metadata=acts.metadata is not None, has_protocol=acts.protocol is not None,
-        has_txn=bool(acts.app_txns), has_domain_metadata=bool(acts.domains), has_commit_info=True,
-        txn_app_ids=dict(acts.app_txns), domains=list(acts.domains),
-        commit_info_raw=json.dumps(ci, separators=(",", ":")),
-    )
+def _ts(version: int) -> int:
+    return BASE_TS + version * 1000
 
 
-def scenario_inputs(s: dict[str, Any]) -> ScenarioInputs:
-    """One scenario as (Transaction, [WinningCommit], Profile), read version 0 (spec §13).
-
-    A winner with `is_blind_append` null stands for a commit without commitInfo (delta-rs unit
-    tests), so it gets no CommitRecord here; materialize_scenario still writes one.
-    """
-    engine = ENGINES[s["engine"]]
-    profile = get_profile(engine.profile)
-    pcols = tuple(s["partition_columns"])
-    read_md, read_pr = read_metadata(s), read_protocol(s)
-    setup = [_file("add", f, 0) for f in s["setup_files"]]
-    by_path = {f.path: f for f in setup}
-
-    cur = s["transaction"]
-    read = cur["read"]
-    raw_preds = list(read["predicates"])
-    part_preds, data_preds = [], []
-    for p in raw_preds:
-        pp, dp = classify(p, pcols)
-        part_preds.append(pp)
-        if dp:
-            data_preds.append(dp)
-    read_files = [by_path[p] for p in read["files"]]
-    whole = bool(read["whole_table"])
-    acts = _actions(cur["actions"], 1 + len(s["winning_commits"]))
-    blind = cur.get("is_blind_append")
-    if blind is None:
-        blind = is_blind_append([*acts.adds, *acts.removes], raw_preds + (["TRUE"] if whole else []), read_files)
-    params: dict[str, Any] = {}
-    if s["engine"] == "delta-rs" and raw_preds:  # delta-rs records its read predicate as operationParameters.predicate
-        params["predicate"] = raw_preds[0] if len(raw_preds) == 1 else " AND ".join(f"({p})" for p in raw_preds)
-    if cur.get("mode"):
-        params["mode"] = cur["mode"]
-    _, level = _levels(s)
-    txn = Transaction(
-        operation=cur.get("operation"), operation_parameters=params, read_version=0, isolation_level=level,
-        read=ReadSet(partition_predicates=part_preds, data_predicates=data_preds, whole_table=whole, files=read_files,
-                     files_bound=Bound.EXACT, app_ids=set(read["app_ids"]),
-                     recorded_read=bool(raw_preds or read_files or whole), why="stated by the conformance scenario"),
-        write=WriteSet(adds=acts.adds, removes=acts.removes, cdc=[], metadata=acts.metadata, protocol=acts.protocol,
-                       app_txns=acts.app_txns, domains=acts.domains, is_blind_append=bool(blind),
-                       is_blind_append_recorded=cur.get("is_blind_append")),
-        partition_columns=pcols, schema_string=read_md.schema_string, read_metadata=read_md, read_protocol=read_pr,
-        engine_info=engine.engine_info, tags=dict(cur.get("tags") or {}),
-    )
-    winners = []
-    for i, w in enumerate(s["winning_commits"], start=1):
-        wa = _actions(w["actions"], i)
-        rec = _record(i, _commit_info(s, w, i, wa), wa) if w.get("is_blind_append") is not None else None
-        winners.append(WinningCommit(
-            version=i, operation=w.get("operation"), adds=wa.adds, removes=wa.removes, metadata=wa.metadata,
-            protocol=wa.protocol, app_txns=wa.app_txns, domains=wa.domains, is_blind_append=w.get("is_blind_append"),
-            commit=rec, tags=dict(w.get("tags") or {}),
-        ))
-    return ScenarioInputs(s["id"], txn, winners, profile, setup, read_md, read_pr)
+def _txn_id(s: dict[str, Any], version: int) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"{s['id']}#{version}"))
 
 
-# --------------------------------------------------------------------------------------
-# comparing
-# --------------------------------------------------------------------------------------
+class _Writer:
+    """One engine's on-disk form; `lines_*` give the action objects of a version, in file order."""
+
+    engine: str
+
+    def __init__(self, s: dict[str, Any]):
+        self.s = s
+        self.info = ENGINES[s["engine"]].engine_info
+
+    # file actions, metadata, protocol, txn, domain metadata: the delta-spark forms (Jackson
+    # declaration order, forensics.synth.actions); delta-rs overrides the file actions it writes differently.
+    def add(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        dv = d.get("deletionVector")
+        return AddFile(path=str(d["path"]), partition_values=dict(d.get("partitionValues") or {}),
+                       size=int(d.get("size", DEFAULT_SIZE)), modification_time=int(d.get("modificationTime", _ts(version))),
+                       data_change=bool(d["dataChange"]), stats=d.get("stats"), tags=d.get("tags"),
+                       deletion_vector=_dv(dv)).to_obj()
+
+    def remove(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        return RemoveFile(path=str(d["path"]), deletion_timestamp=int(d.get("deletionTimestamp", _ts(version))),
+                          data_change=bool(d["dataChange"]), extended_file_metadata=d.get("extendedFileMetadata", True),
+                          partition_values=dict(d.get("partitionValues") or {}), size=int(d.get("size", DEFAULT_SIZE)),
+                          tags=d.get("tags"), deletion_vector=_dv(d.get("deletionVector")), stats=d.get("stats")).to_obj()
+
+    def metadata(self, d: dict[str, Any]) -> dict[str, Any]:
+        return MetaData(id=str(d["id"]), schema_string=str(d["schemaString"]), partition_columns=list(d["partitionColumns"]),
+                        configuration=dict(d["configuration"]), created_time=d.get("createdTime"), name=d.get("name"),
+                        description=d.get("description")).to_obj()
+
+    def protocol(self, d: dict[str, Any]) -> dict[str, Any]:
+        return ProtocolAction(int(d["minReaderVersion"]), int(d["minWriterVersion"]), d.get("readerFeatures"),
+                              d.get("writerFeatures")).to_obj()
+
+    def txn(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        return SetTransaction(str(d["appId"]), int(d["version"]), d.get("lastUpdated", _ts(version))).to_obj()
+
+    def domain(self, d: dict[str, Any]) -> dict[str, Any]:
+        return DomainMetadata(str(d["domain"]), str(d["configuration"]), bool(d["removed"])).to_obj()
+
+    def action(self, a: dict[str, Any], version: int) -> dict[str, Any]:
+        kind, body = next(iter(a.items()))
+        if kind == "add":
+            return self.add(body, version)
+        if kind == "remove":
+            return self.remove(body, version)
+        if kind == "metaData":
+            return self.metadata(body)
+        if kind == "protocol":
+            return self.protocol(body)
+        if kind == "txn":
+            return self.txn(body, version)
+        return self.domain(body)
+
+    def actions(self, actions: list[dict[str, Any]], version: int) -> list[dict[str, Any]]:
+        """Non-file actions first (metaData, protocol, txn, domainMetadata), then file actions as given."""
+        order = {"metaData": 0, "protocol": 1, "txn": 2, "domainMetadata": 3}
+        objs = [self.action(a, version) for a in actions]
+        return sorted(objs, key=lambda o: order.get(next(iter(o)), 9))
+
+    # commits
+    def setup(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def winner(self, w: dict[str, Any], version: int) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def transaction(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
 
 
-def outcome_agrees(expected: dict[str, Any], exception: str | None, error_class: str | None = None,
-                   message: str | None = None) -> bool:
-    """Does a checker result match the scenario's `expected`?
-
-    Outcomes compare by Delta's simple class name (delta-rs variants map onto them);
-    `CommitConflict` accepts any conflict. `error_class` matches exactly, or as the class of
-    a sub-class (`DELTA_X` matches `DELTA_X.WITH_PARTITION_HINT`); `message_contains` is a
-    substring of the message.
-    """
-    want = expected["outcome"]
-    if want == "commit":
-        return exception is None
-    if exception is None:
-        return False
-    if want != ANY_CONFLICT and delta_name(want) != exception:
-        return False
-    ec = expected.get("error_class")
-    if ec and not (error_class == ec or (error_class or "").startswith(ec + ".")):
-        return False
-    mc = expected.get("message_contains")
-    return not mc or mc in (message or "")
+def _dv(dv: dict[str, Any] | None) -> DeletionVector | None:
+    if not dv:
+        return None
+    return DeletionVector(storage_type=str(dv["storageType"]), path_or_inline_dv=str(dv["pathOrInlineDv"]),
+                          size_in_bytes=int(dv.get("sizeInBytes", 0)), cardinality=int(dv.get("cardinality", 0)),
+                          offset=dv.get("offset"))
 
 
-# --------------------------------------------------------------------------------------
-# materializing
-# --------------------------------------------------------------------------------------
+def _commit(txn: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(operation, decoded operationParameters) the current transaction's commitInfo records."""
+    c = txn.get("commit") or {}
+    op = c.get("operation") or txn["operation"]
+    params = dict(c.get("parameters") or {})
+    if txn.get("mode") and "mode" not in params and op == "WRITE":
+        params["mode"] = txn["mode"]
+    return op, params
 
 
-def _metadata_json(md: Metadata) -> dict[str, Any]:
-    """metaData as delta-spark writes it: format with options, absent name/description omitted."""
-    d: dict[str, Any] = {"id": md.id, "format": {"provider": md.format_provider or "parquet", "options": {}},
-                         "schemaString": md.schema_string, "partitionColumns": list(md.partition_columns),
-                         "configuration": dict(md.configuration), "createdTime": md.created_time}
-    if md.name is not None:
-        d["name"] = md.name
-    if md.description is not None:
-        d["description"] = md.description
-    return d
+def _winner_commit(w: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    params = dict(w.get("parameters") or {})
+    op = w.get("operation")
+    if w.get("predicate") and "predicate" not in params:
+        params["predicate"] = [w["predicate"]] if (op or "").upper() in ("DELETE", "UPDATE", "OPTIMIZE") \
+            else w["predicate"]
+    if (op or "WRITE") == "WRITE" and "mode" not in params:
+        params["mode"] = "Append"
+    return op, params
 
 
-def _on_disk(action: dict[str, Any], version: int) -> dict[str, Any]:
-    """A scenario action as a log line: the fields a scenario may leave out filled in."""
-    kind, body = next(iter(action.items()))
-    body = dict(body)
-    if kind == "add":
-        body.setdefault("size", DEFAULT_SIZE)
-        body.setdefault("modificationTime", BASE_TS)
-    elif kind == "remove":
-        body.setdefault("deletionTimestamp", BASE_TS + version)
-        body.setdefault("size", DEFAULT_SIZE)
-    elif kind == "txn":
-        body.setdefault("lastUpdated", BASE_TS + version * 1000)
-    return {kind: body}
+class _SparkWriter(_Writer):
+    """delta-spark: `CommitInfo` in Jackson order; list/map parameters as JSON text (conflict-rules §8.1)."""
+
+    engine = "delta-spark"
+
+    @staticmethod
+    def params(params: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for k, v in params.items():
+            if isinstance(v, (list, dict)):
+                out[k] = json_list(v) if isinstance(v, list) else dumps(v)  # JSON text inside a JSON string
+            else:
+                out[k] = v  # strings as strings, booleans raw
+        return out
+
+    def commit_info(self, version: int, op: str, params: dict[str, Any], read_version: int | None, level: str | None,
+                    blind: bool | None, tags: dict[str, str] | None) -> dict[str, Any]:
+        return CommitInfo(timestamp=_ts(version), operation=op, operation_parameters=self.params(params),
+                          read_version=read_version, isolation_level=level, is_blind_append=blind,
+                          engine_info=self.info, txn_id=_txn_id(self.s, version), tags=tags or None).to_obj()
+
+    def setup(self) -> list[dict[str, Any]]:
+        md = setup_metadata(self.s)
+        op = "CREATE TABLE AS SELECT" if self.s["setup_files"] else "CREATE TABLE"
+        params = {"partitionBy": list(md["partitionColumns"]), "clusterBy": [], "description": None,
+                  "isManaged": "false", "properties": md["configuration"]}
+        ci = self.commit_info(0, op, {k: v for k, v in params.items() if v is not None}, None, "Serializable", True, None)
+        return [ci, self.metadata(md), self.protocol(self.s["table_protocol"]),
+                *(self.add(f, 0) for f in self.s["setup_files"])]
+
+    def winner(self, w: dict[str, Any], version: int) -> list[dict[str, Any]]:
+        op, params = _winner_commit(w)
+        ci = self.commit_info(version, op or "WRITE", params, version - 1, _winner_level(self.s, w["actions"]),
+                              w.get("is_blind_append"), w.get("tags"))
+        return [ci, *self.actions(w["actions"], version)]
+
+    def transaction(self) -> list[dict[str, Any]]:
+        txn, v = self.s["transaction"], transaction_version(self.s)
+        op, params = _commit(txn)
+        blind = txn["is_blind_append"] if txn.get("is_blind_append") is not None else derived_blind_append(txn)
+        ci = self.commit_info(v, op, params, 0, _levels(self.s)[1], blind, txn.get("tags"))
+        return [ci, *self.actions(txn["actions"], v)]
 
 
-def _line(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, separators=(",", ":"))
+class _DeltaRsWriter(_Writer):
+    """delta-rs: commitInfo fields in `CommitInfo` declaration order (timestamp, operation,
+    operationParameters, readVersion, engineInfo, then the flattened clientVersion and
+    operationMetrics); every parameter value a string; readVersion only from the operations that
+    record it; no isolationLevel, no isBlindAppend, no txnId. Adds carry their null fields; txn
+    actions come last (kernel/models/actions.rs, kernel/transaction/mod.rs @ 2c996fa)."""
+
+    engine = "delta-rs"
+
+    @staticmethod
+    def params(params: dict[str, Any]) -> dict[str, str]:
+        # protocol/mod.rs operation_parameter_value: strings as they are, anything else as JSON text
+        return {k: (v if isinstance(v, str) else dumps(v)) for k, v in params.items() if v is not None}
+
+    def commit_info(self, version: int, op: str, params: dict[str, Any], read_version: int | None,
+                    actions: list[dict[str, Any]]) -> dict[str, Any]:
+        d: dict[str, Any] = {"timestamp": _ts(version), "operation": op, "operationParameters": self.params(params)}
+        if read_version is not None and op in DELTA_RS_READ_VERSION_OPS:
+            d["readVersion"] = read_version
+        d["engineInfo"] = self.info
+        d["clientVersion"] = DELTA_RS_CLIENT_VERSION
+        kinds = _kinds(actions)
+        d["operationMetrics"] = {"num_added_files": kinds.count("add"), "num_removed_files": kinds.count("remove")}
+        return {"commitInfo": d}
+
+    def add(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": str(d["path"]), "partitionValues": dict(d.get("partitionValues") or {}),
+                               "size": int(d.get("size", DEFAULT_SIZE)),
+                               "modificationTime": int(d.get("modificationTime", _ts(version))),
+                               "dataChange": bool(d["dataChange"]), "stats": d.get("stats"), "tags": d.get("tags")}
+        if d.get("deletionVector"):
+            out["deletionVector"] = _dv(d["deletionVector"]).to_obj()  # type: ignore[union-attr]
+        out.update({"baseRowId": None, "defaultRowCommitVersion": None, "clusteringProvider": None})
+        return {"add": out}
+
+    def remove(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": str(d["path"]), "dataChange": bool(d["dataChange"]),
+                               "deletionTimestamp": int(d.get("deletionTimestamp", _ts(version))),
+                               "extendedFileMetadata": d.get("extendedFileMetadata", True),
+                               "partitionValues": dict(d.get("partitionValues") or {}),
+                               "size": int(d.get("size", DEFAULT_SIZE))}
+        if d.get("deletionVector"):
+            out["deletionVector"] = _dv(d["deletionVector"]).to_obj()  # type: ignore[union-attr]
+        return {"remove": out}
+
+    def metadata(self, d: dict[str, Any]) -> dict[str, Any]:
+        return {"metaData": {"id": d["id"], "name": d.get("name"), "description": d.get("description"),
+                             "format": d["format"], "schemaString": d["schemaString"],
+                             "partitionColumns": list(d["partitionColumns"]), "createdTime": d.get("createdTime"),
+                             "configuration": dict(d["configuration"])}}
+
+    def actions(self, actions: list[dict[str, Any]], version: int) -> list[dict[str, Any]]:
+        """Actions in the order given, application transactions appended last (CommitData::new)."""
+        objs = [self.action(a, version) for a in actions]
+        return [o for o in objs if "txn" not in o] + [o for o in objs if "txn" in o]
+
+    @staticmethod
+    def winner_operation(w: dict[str, Any]) -> str:
+        """A delta-rs unit test's winner has no operation: the delta-rs operation that writes such actions."""
+        if w.get("operation"):
+            return str(w["operation"])
+        kinds = _kinds(w["actions"])
+        if "metaData" in kinds:
+            return "SET TBLPROPERTIES"
+        removes = [next(iter(a.values())) for a in w["actions"] if "remove" in a]
+        if removes and not any(r.get("dataChange") for r in removes):
+            return "OPTIMIZE"
+        if removes:
+            return "DELETE"
+        return "WRITE"
+
+    def setup(self) -> list[dict[str, Any]]:
+        md = setup_metadata(self.s)
+        ci = self.commit_info(0, "WRITE", {"mode": "ErrorIfExists", "partitionBy": list(md["partitionColumns"])}, None,
+                              [{"add": f} for f in self.s["setup_files"]])
+        return [ci, self.protocol(self.s["table_protocol"]), self.metadata(md),
+                *(self.add(f, 0) for f in self.s["setup_files"])]
+
+    def winner(self, w: dict[str, Any], version: int) -> list[dict[str, Any]]:
+        op = self.winner_operation(w)
+        _, params = _winner_commit({**w, "operation": op})
+        if op == "SET TBLPROPERTIES" and "properties" not in params:
+            md = next(a["metaData"] for a in w["actions"] if "metaData" in a)
+            params["properties"] = md["configuration"]
+        if op == "OPTIMIZE" and "targetSize" not in params:
+            params = {"targetSize": "104857600", "predicate": [], **params}
+        return [self.commit_info(version, op, params, version - 1, w["actions"]), *self.actions(w["actions"], version)]
+
+    def transaction(self) -> list[dict[str, Any]]:
+        txn, v = self.s["transaction"], transaction_version(self.s)
+        op, params = _commit(txn)
+        return [self.commit_info(v, op, params, 0, txn["actions"]), *self.actions(txn["actions"], v)]
+
+
+class _KernelWriter(_Writer):
+    """Delta Kernel (Java): commitInfo in `CommitInfo.FULL_SCHEMA` order (timestamp, engineInfo,
+    operation, operationParameters, isBlindAppend, txnId, operationMetrics); no readVersion, no
+    isolationLevel; isBlindAppend always false (TransactionImpl.generateCommitAction, isBlindAppend)."""
+
+    engine = "delta-kernel-java"
+
+    def commit_info(self, version: int, op: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"commitInfo": {"timestamp": _ts(version), "engineInfo": self.info, "operation": op,
+                               "operationParameters": {k: str(v) for k, v in params.items()},
+                               "isBlindAppend": False, "txnId": _txn_id(self.s, version), "operationMetrics": {}}}
+
+    def remove(self, d: dict[str, Any], version: int) -> dict[str, Any]:
+        # RemoveFile.FULL_SCHEMA order: path, deletionTimestamp, dataChange, extendedFileMetadata, partitionValues, size, ...
+        out: dict[str, Any] = {"path": str(d["path"]), "deletionTimestamp": int(d.get("deletionTimestamp", _ts(version))),
+                               "dataChange": bool(d["dataChange"])}
+        if "extendedFileMetadata" in d:
+            out["extendedFileMetadata"] = d["extendedFileMetadata"]
+        out["partitionValues"] = dict(d.get("partitionValues") or {})
+        out["size"] = int(d.get("size", DEFAULT_SIZE))
+        if d.get("deletionVector"):
+            out["deletionVector"] = _dv(d["deletionVector"]).to_obj()  # type: ignore[union-attr]
+        return {"remove": out}
+
+    def setup(self) -> list[dict[str, Any]]:
+        md = setup_metadata(self.s)
+        ci = self.commit_info(0, "CREATE TABLE", {"partitionBy": json.dumps(list(md["partitionColumns"]))})
+        return [ci, self.protocol(self.s["table_protocol"]), self.metadata(md),
+                *(self.add(f, 0) for f in self.s["setup_files"])]
+
+    def winner(self, w: dict[str, Any], version: int) -> list[dict[str, Any]]:
+        return [self.commit_info(version, w.get("operation") or "WRITE", {}), *self.actions(w["actions"], version)]
+
+    def transaction(self) -> list[dict[str, Any]]:
+        txn, v = self.s["transaction"], transaction_version(self.s)
+        op, params = _commit(txn)
+        return [self.commit_info(v, op, params), *self.actions(txn["actions"], v)]
+
+
+_WRITERS: dict[str, Callable[[dict[str, Any]], _Writer]] = {
+    "delta-spark": _SparkWriter, "delta-rs": _DeltaRsWriter, "delta-kernel-java": _KernelWriter,
+}
+
+
+def scenario_commits(s: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """Every version of the scenario's log as action objects: setup, winners, the current transaction."""
+    w = _WRITERS[s["engine"]](s)
+    out = [w.setup()]
+    out += [w.winner(c, v) for v, c in enumerate(s["winning_commits"], start=1)]
+    out.append(w.transaction())
+    return out
 
 
 def materialize_scenario(s: dict[str, Any], directory: str | Path) -> Path:
-    """Write the scenario as a real `_delta_log` (delta-spark on-disk format); return the table root.
+    """Write the scenario as a real `_delta_log` in its engine's on-disk form; return the table root.
 
-    Version 0 = commitInfo + protocol + metaData + the setup files as adds; versions 1..n =
-    the winning commits (commitInfo with timestamp, operation, operationParameters,
-    readVersion, isolationLevel, isBlindAppend (omitted when null), tags, engineInfo, txnId,
-    then the winner's actions as stated). The current transaction read version 0 and is not
-    written. Data files are not written.
+    Version 0 = the setup (commitInfo, metaData, protocol, setup files), versions 1..n = the
+    winning commits, version n+1 = the current transaction as the commit it would have written
+    (readVersion 0 where the engine records one). Data files are not written. Written through
+    `forensics.synth.SparkLogWriter` (one JSON object per line, put-if-absent version files).
     """
     root = Path(directory) / s["id"]
-    log = root / "_delta_log"
-    log.mkdir(parents=True, exist_ok=True)
-    md = read_metadata(s)
-    v0 = [
-        {"commitInfo": {"timestamp": BASE_TS, "operation": "CREATE TABLE",
-                        "operationParameters": {"partitionBy": json.dumps(list(md.partition_columns))},
-                        "isolationLevel": "Serializable", "isBlindAppend": True,
-                        "engineInfo": ENGINES[s["engine"]].engine_info,
-                        "txnId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{s['id']}#0"))}},
-        {"protocol": dict(s["table_protocol"])},
-        {"metaData": _metadata_json(md)},
-        *(_on_disk({"add": f}, 0) for f in s["setup_files"]),
-    ]
-    (log / f"{0:020d}.json").write_text("\n".join(_line(o) for o in v0) + "\n")
-    for version, w in enumerate(s["winning_commits"], start=1):
-        info = _commit_info(s, w, version, _actions(w["actions"], version))
-        lines = [{"commitInfo": info}, *(_on_disk(a, version) for a in w["actions"])]
-        (log / f"{version:020d}.json").write_text("\n".join(_line(o) for o in lines) + "\n")
+    writer = SparkLogWriter(root, engine_info=ENGINES[s["engine"]].engine_info)
+    for version, objs in enumerate(scenario_commits(s)):
+        writer.commit(objs, version=version, sort=False)
     return root

@@ -100,10 +100,8 @@ class DeltaLog:
             new_files = [f for v, (f, _) in sorted(plan.items()) if v > meta["max_version"]]
             from_cache = True
             if new_files:
-                say(f"reading {len(new_files)} new commit file(s) with Spark")
-                spark = spark or spark_factory()
+                spark, parsed = _read_with_spark(spark, spark_factory, new_files, plan, say, "new ")
                 started = True
-                parsed = _read(spark, new_files, plan)
                 c2, a2, o2 = _index(parsed, plan, [v for v in sorted(plan) if v > meta["max_version"]])
                 commits = pl.concat([commits, c2], how="vertical_relaxed")
                 actions = _then_concat(actions, a2)
@@ -114,10 +112,8 @@ class DeltaLog:
             files = [f for _, (f, _) in sorted(plan.items())]
             from_cache = False
             if files:
-                say(f"reading {len(files)} commit file(s) with Spark")
-                spark = spark or spark_factory()
+                spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "")
                 started = True
-                parsed = _read(spark, files, plan)
             else:
                 parsed = ParsedFiles(arrow_schema(ACTION_COLUMNS).empty_table(), arrow_schema(OTHER_COLUMNS).empty_table())
             commits, actions, others = _index(parsed, plan, sorted(plan))
@@ -286,6 +282,13 @@ def _then_concat(first, more: pl.DataFrame):
     if callable(first):
         return lambda: pl.concat([first(), more], how="vertical_relaxed")
     return pl.concat([first, more], how="vertical_relaxed")
+
+
+def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str) -> tuple[Any, ParsedFiles]:
+    """Parse commit files with Spark, starting it if the listing did not already."""
+    say(f"reading {len(files)} {what}commit file(s) with Spark")
+    spark = spark or spark_factory()
+    return spark, _read(spark, files, plan)
 
 
 def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:

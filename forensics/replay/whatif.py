@@ -19,7 +19,7 @@ from forensics.model import Bound, CommitRecord, FileAction, Metadata, WriteSet
 from forensics.predicates import matches_partition, may_match_stats, parse_predicate
 from forensics.replay.windows import ISOLATION_LEVELS, transaction_from_sets, winning_commit
 from forensics.rules import check_window, get_profile, profile_for_engine_info
-from forensics.rules.results import WindowResult
+from forensics.rules.results import WindowResult, outcome_fields
 from forensics.log.schema import TableSchema
 from forensics.sets.commit_sets import StateIndex, build_sets, writer_family
 
@@ -53,11 +53,7 @@ class WhatIfResult:
     def to_dict(self) -> dict[str, Any]:
         d = {
             "verdict": self.result.verdict,
-            "exception": self.result.exception,
-            "winning_version": self.result.winning_version,
-            "rule": self.result.rule,
-            "partition": self.result.partition,
-            "file": self.result.file,
+            **outcome_fields(self.result),
             "message": self.result.message,
             "reordered_before": list(self.result.reordered_before),
         }

@@ -23,7 +23,7 @@ from forensics.runtime.gc_tuning import fewer_collections
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
 from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
-from forensics.rules.results import WindowResult
+from forensics.rules.results import WindowResult, outcome_fields
 from forensics.model import COMMIT_LARGE_OPS
 from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
 
@@ -59,11 +59,7 @@ class CommitVerdict:
             "operation": self.operation,
             "window": self.window,
             "verdict": self.verdict,
-            "exception": self.exception,
-            "winning_version": self.winning_version,
-            "rule": self.rule,
-            "partition": self.partition,
-            "file": self.file,
+            **outcome_fields(self),
             "reordered_before": self.reordered_before,
             "profile": self.profile,
             "isolationLevel": self.isolation_level,

@@ -52,6 +52,14 @@ class CheckOutcome:
 CommitOrAbort = Literal["commit", "abort"]
 
 
+OUTCOME_FIELDS = ("exception", "winning_version", "rule", "partition", "file")
+
+
+def outcome_fields(o: Any) -> dict[str, Any]:
+    """What aborted a transaction, by whom and where: the same keys in every verdict's JSON."""
+    return {k: getattr(o, k) for k in OUTCOME_FIELDS}
+
+
 @dataclass
 class WindowResult:
     """Outcome of checking a transaction against its winning commits R+1..V-1 in order."""
@@ -73,11 +81,7 @@ class WindowResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
-            "exception": self.exception,
-            "winning_version": self.winning_version,
-            "rule": self.rule,
-            "partition": self.partition,
-            "file": self.file,
+            **outcome_fields(self),
             "message": self.message,
             "reordered_before": list(self.reordered_before),
             "error_class": self.error_class,

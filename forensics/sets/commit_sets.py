@@ -253,6 +253,12 @@ class _Plan:
     why: list[str]
 
 
+def _reads_all(why: list[str], reason: str, *, whole: bool = False, bound: Bound = Bound.EXACT) -> _Plan:
+    """A plan that read every file (partition predicate TRUE), and why."""
+    why.append(reason)
+    return _Plan([TRUE_PREDICATE], [], whole, True, bound, "all", why)
+
+
 def _op(rec: CommitRecord) -> str:
     return (rec.operation or "").strip().upper()
 
@@ -297,12 +303,10 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
     if op in ("DELETE", "UPDATE"):
         texts = [s.text for s in srcs if s.role == "condition"]
         if not texts:
-            why.append(f"{op} without a condition reads every file (conflict-rules §8.2)")
-            return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+            return _reads_all(why, f"{op} without a condition reads every file (conflict-rules §8.2)")
         return split(texts, op)
     if op == "TRUNCATE":
-        why.append("TRUNCATE reads every file")
-        return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+        return _reads_all(why, "TRUNCATE reads every file")
     if op == "MERGE":
         nmbs = [s for s in srcs if s.role == "not_matched_by_source"]
         cond = [s.text for s in srcs if s.role == "merge_condition"]
@@ -337,25 +341,22 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         why.append(f"{op} reads exactly the files it compacts (its removes) under its partition predicate (conflict-rules §8.2)")
         return _Plan([part], [], False, True, Bound.EXACT, "removes", why)
     if op in REPLACE_OPS:
-        why.append(f"{op} reads every file (conflict-rules §8.2)")
-        return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+        return _reads_all(why, f"{op} reads every file (conflict-rules §8.2)")
     if op == "ADD CONSTRAINT":
-        why.append("ADD CONSTRAINT scans every file to validate it")
-        return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
-    if op == "ALTER COLUMN" and (rec.tags or {}).get("delta.identity.schemaUpdate") == "true":
-        why.append("SYNC IDENTITY reads the whole table (readWholeTable, conflict-rules §4.3)")
-        return _Plan([TRUE_PREDICATE], [], True, True, Bound.EXACT, "all", why)
+        return _reads_all(why, "ADD CONSTRAINT scans every file to validate it")
+    # SYNC IDENTITY commits as CHANGE COLUMN (alterDeltaTableCommands, delta-spark v2.4-v4.4) with the
+    # identity tag, after filterFiles() and readWholeTable(); older writers named it ALTER COLUMN.
+    if op in ("CHANGE COLUMN", "ALTER COLUMN") and (rec.tags or {}).get("delta.identity.schemaUpdate") == "true":
+        return _reads_all(why, "SYNC IDENTITY reads the whole table (readWholeTable, conflict-rules §4.3)", whole=True)
     if op in METADATA_ONLY_OPS or op.startswith("ALTER") or op.startswith("SET ") or op.startswith("UNSET "):
         why.append(f"{op} reads no data")
         return _Plan([], [], False, False, Bound.EXACT, "none", why)
     if op == "STREAMING UPDATE":
         mode = str(params.get("outputMode", "")).lower()
         if mode == "complete":
-            why.append("streaming Complete mode overwrites the table: reads every file")
-            return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+            return _reads_all(why, "streaming Complete mode overwrites the table: reads every file")
         if rec.is_blind_append is False and not write.removes:
-            why.append("streaming batch is not a blind append although it only adds: the batch scanned this table (readWholeTable; inferred)")
-            return _Plan([TRUE_PREDICATE], [], True, True, Bound.SUPERSET, "all", why)
+            return _reads_all(why, "streaming batch is not a blind append although it only adds: the batch scanned this table (readWholeTable; inferred)", whole=True, bound=Bound.SUPERSET)
         why.append("streaming Append/Update batch reads no files of this table")
         return _Plan([], [], False, False, Bound.EXACT, "none", why)
     if op in ("WRITE", "CREATE TABLE AS SELECT", "CREATE OR REPLACE TABLE AS SELECT") or op.startswith("WRITE"):
@@ -375,11 +376,9 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         if mode == "overwrite" and replace:
             return split(replace, "replaceWhere")
         if mode == "overwrite":
-            why.append("overwrite without replaceWhere reads every file")
-            return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+            return _reads_all(why, "overwrite without replaceWhere reads every file")
         if rec.is_blind_append is False and not write.removes:
-            why.append("append recorded as not blind although it only adds: the query read this table inside the transaction (inferred: whole table)")
-            return _Plan([TRUE_PREDICATE], [], False, True, Bound.SUPERSET, "all", why)
+            return _reads_all(why, "append recorded as not blind although it only adds: the query read this table inside the transaction (inferred: whole table)", bound=Bound.SUPERSET)
         if rec.is_blind_append is None and rec.has_commit_info:
             why.append("append; the writer did not record isBlindAppend (read set unknown; Spark treats it as not blind)")
             return _Plan([], [], False, False, Bound.UNKNOWN, "none", why)
@@ -410,8 +409,7 @@ def _delta_rs_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _
     why: list[str] = []
     pred = params.get("predicate") if op in ("WRITE", "DELETE", "UPDATE", "MERGE") else None
     if op == "MERGE" and not pred:
-        why.append("delta-rs MERGE with no derived predicate reads the whole table (conflict-rules §9)")
-        return _Plan([TRUE_PREDICATE], [], True, True, Bound.EXACT, "all", why)
+        return _reads_all(why, "delta-rs MERGE with no derived predicate reads the whole table (conflict-rules §9)", whole=True)
     if isinstance(pred, str) and pred.strip():
         p = parse_predicate(pred, schema)
         why.append("delta-rs records its read predicate verbatim; files read = files matching it by partition values and statistics (conflict-rules §9)")
@@ -423,8 +421,7 @@ def _delta_rs_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _
         why.append("delta-rs append: no predicate; delta-rs counts every file of the read snapshot as read (conflict-rules §9)")
         return _Plan([], [], False, True, Bound.EXACT, "all", why)
     if op in ("DELETE", "UPDATE", "WRITE"):
-        why.append(f"delta-rs {op} without predicate reads every file")
-        return _Plan([TRUE_PREDICATE], [], False, True, Bound.EXACT, "all", why)
+        return _reads_all(why, f"delta-rs {op} without predicate reads every file")
     return _spark_plan(rec, write, schema)
 
 
