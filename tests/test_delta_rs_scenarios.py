@@ -14,7 +14,6 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-deltalake = pytest.importorskip("deltalake")
 from deltalake import DeltaTable, write_deltalake  # noqa: E402
 from deltalake.exceptions import CommitFailedError  # noqa: E402
 

@@ -249,7 +249,7 @@ def test_mutated_copies_are_read_safely(table, shared_dir, tmp_path, spark):
 def test_corrupt_checkpoint_falls_back_and_says_so(shared_dir, tmp_path, spark):
     """golden-checkpoint: checkpoint 10 corrupt, commits 0..14 all present: snapshot falls back to
     the commits, says which file it could not use, and gives the state delta-rs gives."""
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
     src = shared_dir / "corpus" / "tables" / "golden-checkpoint"
     t = tmp_path / "t"
     shutil.copytree(src, t)
@@ -289,7 +289,7 @@ def test_corrupt_checkpoint_without_fallback_is_exit_4_naming_it(shared_dir, tmp
 
 
 def test_missing_sidecar_is_not_used_as_a_base(shared_dir, tmp_path, spark):
-    deltalake = pytest.importorskip("deltalake")
+    import deltalake
     src = shared_dir / "corpus" / "tables" / "golden-v2-checkpoint-parquet"
     expected = sorted(deltalake.DeltaTable(str(src)).get_add_actions(flatten=True).column("path").to_pylist())
     t = tmp_path / "t"

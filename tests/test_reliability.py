@@ -301,8 +301,8 @@ SPECIAL = ["a b", "x%y", "ü/ß?", "c=d", "#hash", "plus+semi;colon:"]
 @pytest.fixture
 def special_table(tmp_path):
     """A real delta-rs table partitioned by values that need escaping in paths."""
-    pa = pytest.importorskip("pyarrow")
-    deltalake = pytest.importorskip("deltalake")
+    import pyarrow as pa
+    import deltalake
     t = tmp_path / "special"
     data = pa.table({"id": list(range(len(SPECIAL))), "p": SPECIAL})
     deltalake.write_deltalake(str(t), data, partition_by=["p"])

@@ -14,7 +14,6 @@ from typing import Any, Callable
 from textual import work
 from textual.app import App
 from textual.binding import Binding
-from textual.css.query import NoMatches
 
 from forensics import Table, error_line
 from forensics.times import utc_default
@@ -96,15 +95,6 @@ class ForensicsApp(App[int]):
             main.post_message(TableFailed(error_line(e)))
             return
         main.post_message(TableLoaded(table, how))
-
-    @property
-    def rows(self) -> Any:
-        """The version list's rows once loaded. Only tests/test_terminal_safety.py reads it (its
-        "loaded" signal); drop it once that test asks the VersionList."""
-        try:
-            return self._main.versions.rows if self._main is not None else None
-        except NoMatches:  # not composed yet
-            return None
 
     def action_help(self) -> None:
         """Help for the focused widget, then every key active on this screen."""
