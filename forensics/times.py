@@ -73,4 +73,4 @@ def parse_time(text: str) -> int:
     t = _dt.datetime.fromisoformat(s[:-1] + "+00:00" if s.endswith(("Z", "z")) else s)
     if t.tzinfo is None:
         t = t.astimezone()  # local time, as the user's clock showed it
-    return int(t.timestamp() * 1000)
+    return (t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(milliseconds=1)

@@ -27,6 +27,7 @@ def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> No
     p.add_argument("--profile", metavar="NAME", help="named profile of storage options and Spark settings in the config file")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting for the tool's own session; repeatable")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
+    p.add_argument("--utc", action="store_true", help="show times in UTC (default: local time with its offset; also DELTA_FORENSICS_UTC=1)")
 
 
 def open_table(args: argparse.Namespace) -> "Table":

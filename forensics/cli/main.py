@@ -72,6 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    if getattr(args, "utc", False):
+        os.environ["DELTA_FORENSICS_UTC"] = "1"  # every human-facing time of this run (forensics.times)
     try:
         with fewer_collections():
             return int(args.func(args))

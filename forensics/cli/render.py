@@ -11,7 +11,7 @@ from rich.text import Text
 
 from forensics import safe
 from forensics.model import Snapshot
-from forensics.times import fmt_time
+from forensics.times import fmt_time, utc_default
 
 VERDICT_STYLE = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "abort": "bold red", "commit": "green"}
 
@@ -28,7 +28,7 @@ def _b(v: Any) -> str:
     return "" if v is None else ("yes" if v else "no")
 
 
-def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool = False) -> Table:
+def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None = None) -> Table:
     t = Table(title=safe.inert(title, 300), title_justify="left", header_style="bold", pad_edge=False, expand=False)
     for col, just in (
         ("version", "right"),
@@ -50,7 +50,7 @@ def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool = False
         stale = r.get("readVersion") is not None and r["readVersion"] < r["version"] - 1
         t.add_row(
             str(r["version"]),
-            fmt_time(r.get("timestamp"), utc),
+            fmt_time(r.get("timestamp"), utc_default() if utc is None else utc),
             safe.text(r.get("operation") or "—", max_len=40),
             Text(str(r["readVersion"]) if r.get("readVersion") is not None else "", style="yellow" if stale else ""),
             safe.text(r.get("isolationLevel") or "", max_len=20),

@@ -20,6 +20,7 @@ from typing import Any
 from forensics.evidence.attempts import Attempt, Clock
 from forensics.evidence.footers import ReadBounds
 from forensics.errors import ForensicsError
+from forensics.times import fmt_time, utc_default
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex, writer_family
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
@@ -124,7 +125,8 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
         if not before:
             return None, lo_exact, after, "its files are older than every retained commit"
         until = max(before)
-        why = f"its files were written at {attempt.first_seen}..{attempt.last_seen} ms; v{until} is the last commit that landed before the last of them"
+        why = (f"its files were written from {fmt_time(attempt.first_seen, utc_default())} to {fmt_time(attempt.last_seen, utc_default())}; "
+               f"v{until} is the last commit that landed before the last of them")
     else:
         after = []
         if retry is not None:

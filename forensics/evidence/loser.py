@@ -21,6 +21,7 @@ from forensics.errortext import ErrorReport
 from forensics.evidence.hypotheses import Hypothesis, partition_predicate
 from forensics.evidence.walk import canonical
 from forensics.errors import ExitCode, ForensicsError
+from forensics.times import fmt_time, utc_default
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
@@ -46,7 +47,7 @@ class LoserFacts:
 
     def said(self) -> list[str]:
         out = [f"readVersion {self.read_version}" if self.read_version is not None else "",
-               f"failed at {self.failed_at_ms} ms" if self.failed_at_ms is not None else "",
+               f"failed at {fmt_time(self.failed_at_ms, utc_default())}" if self.failed_at_ms is not None else "",
                f"operation {self.operation}" if self.operation else "", f"predicate {self.predicate}" if self.predicate else ""]
         return [x for x in out if x]
 
@@ -220,7 +221,7 @@ def read_version_for(log: DeltaLog, winner: int, start_ms: int | None) -> tuple[
     if start_ms is not None:
         before = [v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t <= start_ms and v < winner]
         if before:
-            return max(before), f"readVersion {max(before)}: the last commit before the query started ({start_ms} ms)"
+            return max(before), f"readVersion {max(before)}: the last commit before the query started ({fmt_time(start_ms, utc_default())})"
     return winner - 1, f"readVersion {winner - 1}: assumed just before the winner (the loser's own readVersion is not in the text)"
 
 

@@ -7,6 +7,7 @@ import sys
 
 from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.safe import inert
+from forensics.times import fmt_time, utc_default
 
 
 def add_parser(sub) -> None:
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout.write
     out(f"orphan data files: {len(ev.orphan_files)}\n")
     for f in ev.orphan_files:
-        out(f"  {inert(f.path)}  ({f.size} bytes, mtime {f.mtime_ms})\n")
+        out(f"  {inert(f.path)}  ({f.size} bytes, modified {fmt_time(f.mtime_ms, utc_default())})\n")
     if ev.unknown_files:
         out(f"unknown (may predate log retention, v{ev.oldest_retained}): {len(ev.unknown_files)}\n")
         for f in ev.unknown_files[:50]:
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     out(f"file times: {'trusted' if ev.clock.trusted else 'not trusted'}: {inert(ev.clock.why)}\n")
     for i, a in enumerate(ev.attempts, 1):
         parts = "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) or "(root)" for p in a.partitions)
-        out(f"\nattempt {i}: {len(a.files)} file(s) [{a.grouped_by}] in {inert(parts)}; written {a.first_seen}..{a.last_seen} ms\n")
+        out(f"\nattempt {i}: {len(a.files)} file(s) [{a.grouped_by}] in {inert(parts)}; written {fmt_time(a.first_seen, utc_default())} to {fmt_time(a.last_seen, utc_default())}\n")
         for f in a.files:
             out(f"  {inert(f.path)}\n")
         out(f"  concurrent versions: {a.concurrent_versions}" + (f"; landed just after: {a.landed_after}" if a.landed_after else "") + "\n")

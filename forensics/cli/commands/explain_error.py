@@ -10,6 +10,7 @@ from typing import Any
 from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.errors import ExitCode, ForensicsError
 from forensics.safe import inert, inert_multiline
+from forensics.times import fmt_time, utc_default
 
 MAX_TEXT = 2 * 1024 * 1024
 
@@ -88,7 +89,8 @@ def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
         keys = [("version", "version"), ("txnId", "txnId"), ("timestamp", "timestamp"), ("operation", "operation"),
                 ("readVersion", "readVersion"), ("isolationLevel", "isolationLevel"), ("isBlindAppend", "isBlindAppend"),
                 ("engineInfo", "engineInfo")]
-        shown = ", ".join(f"{label}={inert(w.get(k), 120)}" for k, label in keys if w.get(k) is not None)
+        shown = ", ".join(f"{label}={fmt_time(w[k], utc_default()) if k == 'timestamp' else inert(w.get(k), 120)}"
+                          for k, label in keys if w.get(k) is not None)
         out(f"winner hint: {shown or 'none'}{'' if w.get('jsonComplete', True) else ' (JSON incomplete)'}\n")
     if d.get("winner_match"):
         m = d["winner_match"]
@@ -144,6 +146,6 @@ def run(args: argparse.Namespace) -> int:
         for i, d in enumerate(results):
             if args.event_log:
                 e = d["execution"]
-                sys.stdout.write(f"{'' if i == 0 else chr(10)}execution {e['id']}: {inert(e['description'], 200)} ({e['start_ms']}..{e['end_ms']} ms)\n")
+                sys.stdout.write(f"{'' if i == 0 else chr(10)}execution {e['id']}: {inert(e['description'], 200)} ({fmt_time(e['start_ms'], utc_default())} to {fmt_time(e['end_ms'], utc_default())})\n")
             _print_text(d)
     return code
