@@ -306,3 +306,25 @@ def test_sync_identity_reads_the_whole_table(tmp_path):
     ex = Table(t.dir).explain(v, use_evidence=False)
     assert ex.sets.read.whole_table
     assert ex.verdict.verdict == "anomaly" and ex.verdict.exception == "ConcurrentAppendException", ex.verdict.why
+
+
+def test_delta_rs_double_compaction_by_release(tmp_path):
+    """Two compactions of the same files, both from the read version: deltalake 1.6.6 (live, here)
+    commits both; by source, python-v1.3.0..1.6.3 abort the second with ConcurrentDeleteDelete and
+    releases before 1.3.0 with ConcurrentDeleteRead (conflict-rules §9.4)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, __version__ as deltalake_version, write_deltalake
+
+    path = str(tmp_path / "rs")
+    for i in range(3):
+        write_deltalake(path, pa.table({"id": pa.array([i * 10, i * 10 + 1], pa.int64())}), mode="append")
+    stale = DeltaTable(path)
+    DeltaTable(path).optimize.compact()
+    stale.optimize.compact()  # the live engine's answer: it commits
+    v = DeltaTable(path).version()
+    assert deltalake_version >= "1.6.6"
+    assert Table(path).replay_report().verdicts[v].verdict in ("clean", "reordered")
+    older = Table(path, rules="delta-rs@1.6.3").replay_report().verdicts[v]
+    assert (older.verdict, older.exception) == ("anomaly", "ConcurrentDeleteDeleteException"), older.why
+    oldest = Table(path, rules="delta-rs@1.2.1").replay_report().verdicts[v]
+    assert (oldest.verdict, oldest.exception) == ("anomaly", "ConcurrentDeleteReadException"), oldest.why

@@ -176,7 +176,7 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
     if prof.engine == "kernel":
         return CheckOutcome(name, "skipped", "Kernel has no delete-read check", winner_version=v)
     removes = list(w.removes)
-    if prof.engine == "delta-rs":
+    if prof.engine == "delta-rs" and not prof.rs_delete_read_counts_compaction:
         ignored = [r for r in removes if r.data_change is False]
         removes = [r for r in removes if r.data_change is not False]
     else:
@@ -214,11 +214,10 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
 def check_delete_delete(st: CheckState, w: WinningCommit) -> CheckOutcome:
     """ConcurrentDeleteDeleteException (conflict-rules §5.8; Kernel: ConcurrentWriteException, §7.6)."""
     name, prof, v = "deleteDelete", st.profile, w.version
-    if prof.engine == "delta-rs":
+    if prof.engine == "delta-rs" and not prof.rs_delete_delete_counts_compaction:
         # [observed, deltalake 1.6.6] delta-rs ignores the winner's dataChange=false removes here
         # too (as in its delete-read check): a stale OPTIMIZE commits after a concurrent OPTIMIZE
-        # removed the same files, and an overwrite racing an OPTIMIZE is not a delete-delete.
-        # Spec §9 says "any data_change"; the real engine disagrees (tests/test_delta_rs_scenarios.py).
+        # removed the same files. Source up to python-v1.6.3 counts them (conflict-rules §9.4).
         winner_removed = {r.path for r in w.removes if r.data_change is not False}
     else:
         winner_removed = {r.path for r in w.removes}

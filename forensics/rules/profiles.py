@@ -36,6 +36,7 @@ class Profile:
     row_level_concurrency: bool = False  # Databricks RLC on eligible tables (conflict-rules §11)
     notes: str = ""
     runtime: tuple[int, int] | None = None  # Databricks Runtime modelled (None: not known from the log)
+    rs_release: tuple[int, int, int] | None = None  # deltalake (Python) release modelled; None: the newest observed
 
     # ---- per-release quirks (conflict-rules §5.6, §5.2, §5.10, §7) -------------------------------
 
@@ -83,6 +84,21 @@ class Profile:
         """§7.2: DELTA_CONCURRENT_WRITE has no <conflictingCommit> in v3.2-3.3."""
         return self.message_style == "plain" or self.at_least(4, 0)
 
+    def rs_at_least(self, *version: int) -> bool:
+        """delta-rs: is the modelled deltalake release at least `version`? Unknown counts as newest."""
+        return self.rs_release is None or self.rs_release >= version
+
+    @property
+    def rs_delete_read_counts_compaction(self) -> bool:
+        """conflict-rules §9.4: before python-v1.3.0 delete-read counted dataChange=false removes too."""
+        return self.engine == "delta-rs" and not self.rs_at_least(1, 3, 0)
+
+    @property
+    def rs_delete_delete_counts_compaction(self) -> bool:
+        """conflict-rules §9.4: source up to python-v1.6.3 counts dataChange=false removes in delete-delete;
+        deltalake 1.6.6 was observed not to (two compactions of the same files both commit)."""
+        return self.engine == "delta-rs" and not self.rs_at_least(1, 6, 6)
+
     def runtime_at_least(self, major: int, minor: int) -> bool:
         """Databricks: is the modelled runtime at least major.minor? An unknown runtime counts as current."""
         return self.runtime is None or self.runtime >= (major, minor)
@@ -91,6 +107,8 @@ class Profile:
         kind = "exact (read from source)" if self.exact else "inferred (source not public)"
         if self.engine == "databricks":
             rel = f"; runtime {self.runtime[0]}.{self.runtime[1]}" if self.runtime else "; runtime unknown"
+        elif self.engine == "delta-rs":
+            rel = "; deltalake " + (".".join(map(str, self.rs_release)) if self.rs_release else "1.6.6 (newest observed)")
         else:
             rel = f"; modelled release {self.release[0]}.{self.release[1]}" if self.spark_like else ""
         return f"{self.name} [{self.band}{rel}; {kind}]"
@@ -135,7 +153,7 @@ _BASE: dict[str, Profile] = {
         "on unpartitioned DV tables ([doc], conflict-rules §11); every result is inferred",
     ),
     "delta-rs": Profile(
-        name="delta-rs", engine="delta-rs", band="delta-rs (HEAD 2c996fa)", release=(0, 0),
+        name="delta-rs", engine="delta-rs", band="delta-rs (python-v1.0.0 .. 1.6.6)", release=(0, 0),
         order=_DELTA_RS_ORDER, default_isolation="Serializable", exact=True, docs_link="",
         message_style="delta-rs",
         notes="stats-based predicate matching; no predicate => reads every file; compaction removes ignored "
@@ -172,15 +190,24 @@ def get_profile(name: str) -> Profile:
         raise KeyError(f"unknown rule profile {base!r}; known: {', '.join(PROFILES)}")
     p = _BASE[base]
     if rel:
+        m3 = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", rel)
+        if m3 and p.engine == "delta-rs":
+            return replace(p, rs_release=(int(m3.group(1)), int(m3.group(2)), int(m3.group(3))))
         m = re.fullmatch(r"(\d+)\.(\d+)", rel)
         if not m:
-            raise KeyError(f"bad release {rel!r} (want MAJOR.MINOR)")
+            raise KeyError(f"bad release {rel!r} (want MAJOR.MINOR, or MAJOR.MINOR.PATCH for delta-rs)")
         ver = (int(m.group(1)), int(m.group(2)))
-        p = replace(p, runtime=ver) if p.engine == "databricks" else _with_release(p, *ver)
+        if p.engine == "databricks":
+            p = replace(p, runtime=ver)
+        elif p.engine == "delta-rs":
+            p = replace(p, rs_release=(*ver, 0))
+        else:
+            p = _with_release(p, *ver)
     return p
 
 
 _DBR = re.compile(r"Databricks-Runtime/(\d+)\.(\d+)")
+_DELTALAKE_PY = re.compile(r"delta-rs:py-(\d+)\.(\d+)\.(\d+)")
 
 
 def profile_for_engine_info(engine_info: str | None, commit_info_present: bool = True, *,
@@ -219,8 +246,16 @@ def profile_for_engine_info(engine_info: str | None, commit_info_present: bool =
         p = _with_release(_BASE[_spark_band_for(major, minor)], major, minor)
         return p, f"exact: engineInfo {ei!r} names Delta Lake {major}.{minor}, rules of {p.band}"
     if ei.startswith("delta-rs"):
-        return _BASE["delta-rs"], (f"inferred: engineInfo {ei!r} is delta-rs; its rules were read at delta-rs "
-                                    "HEAD 2c996fa and this writer's release was not checked against them")
+        m = _DELTALAKE_PY.search(ei)
+        if m:
+            ver = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+            how = "exact" if ver >= (1, 0, 0) else "inferred"
+            older = "" if ver >= (1, 0, 0) else " (older than python-v1.0.0, the first release whose rules were read)"
+            return replace(_BASE["delta-rs"], rs_release=ver), (
+                f"{how}: engineInfo {ei!r} names deltalake {'.'.join(map(str, ver))}{older}; the delta-rs rules of that "
+                "release (conflict-rules §9.4; 1.6.6 and later as observed)")
+        return _BASE["delta-rs"], (f"inferred: engineInfo {ei!r} is delta-rs without a deltalake (Python) release; "
+                                    "modelled as the newest observed (1.6.6)")
     if ei.startswith("Kernel-") or "Kernel" in ei.split("/")[0]:
         return _BASE["kernel"], (f"inferred: engineInfo {ei!r} is Delta Kernel; rules read at Kernel HEAD "
                                   "and this writer's release was not checked against them")
