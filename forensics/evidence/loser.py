@@ -277,6 +277,27 @@ def not_this_table(log: DeltaLog, report: ErrorReport, facts: LoserFacts | None)
     return None
 
 
+def _stated_replay(log: DeltaLog, state: StateIndex, report: ErrorReport, facts: LoserFacts, rules: str | None,
+                   window: tuple[int, int] | None) -> WinnerMatch | None:
+    """The winner of the transaction the user described, when its replay reproduces the text's rule."""
+    until = None
+    if window is not None:
+        landed = [v for v, ts in log.commits.select(["version", "timestamp"]).iter_rows() if ts is not None and ts <= window[1]]
+        until = max(landed) if landed else None
+    req = WhatIfRequest(read_version=facts.read_version, operation=facts.operation.upper(), predicate=facts.predicate,
+                        rules=rules or FAMILY_RULES.get(report.family), until=until)
+    try:
+        r = whatif(log, req, state).result
+    except ForensicsError:
+        return None
+    if r.verdict != "abort" or r.winning_version is None or not (r.exception == report.exception or _same_rule(r.exception, report.exception)):
+        return None
+    return WinnerMatch(r.winning_version, [r.winning_version], "replay", False,
+                       f"inferred: the transaction you described ({facts.operation.upper()} at readVersion {facts.read_version}) "
+                       f"replays to {r.exception} first against v{r.winning_version}: the engine checks the winners in order and "
+                       "stops at the first conflict")
+
+
 def _window(log: DeltaLog, window: tuple[int, int] | None, facts: LoserFacts | None) -> tuple[int, int] | None:
     """When the winner can have landed: an event log's execution window, narrowed by what the user said."""
     if facts is None or (facts.failed_at_ms is None and facts.read_version is None):
@@ -303,6 +324,10 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
     window = _window(log, window, facts)
     after = facts.read_version if facts is not None else None
     match = find_winner(log, report.winner, loser_window=window)
+    if match.version is None and not match.ambiguous and facts is not None and facts.read_version is not None and facts.operation:
+        # What the user stated is the transaction itself: replay it from its read version, as the
+        # engine checks the winners, R+1 upwards, stopping at the first conflict.
+        match = _stated_replay(log, state, report, facts, rules, window) or match
     winner = match.version
     parts: list[dict[str, Any]] = []
     whys = [f"winner: {match.why}"]

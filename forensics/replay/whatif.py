@@ -147,6 +147,10 @@ def build_hypothetical(log: DeltaLog, req: WhatIfRequest, state: StateIndex):
         hit = matching()
         removes = [_as_remove(f) for f in hit]
         params["predicate"] = [pred] if pred and writer != "delta-rs" else (pred or [])
+        if writer == "delta-rs" and op == "UPDATE" and not pred:
+            # delta-rs records and checks `true` for an UPDATE without a predicate (update.rs:
+            # predicate.unwrap_or(lit(true))): every concurrent add conflicts (conflict-rules §9.3)
+            params["predicate"] = "true"
         if op == "UPDATE" or (pred and parsed is not None and not _partition_only(parsed, schema)):
             adds = [_new_file(f.partition_values, schema) for f in hit[:1]] if hit else []
         notes.append(f"{op} at readVersion {R} would rewrite {len(hit)} file(s) matching the predicate")

@@ -36,9 +36,13 @@ def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
     eng = st.profile.engine
     if eng == "kernel":  # conflict-rules §10: any winning Protocol
         return _fail(name, w, "ProtocolChangedException", f"winner v{w.version} changed the protocol (Kernel aborts on any)")
-    if eng == "delta-rs":  # conflict-rules §9 (sic: writer version compared the wrong way round)
+    if eng == "delta-rs":  # conflict-rules §9.2, §9.4
         cur = txn.read_protocol
-        if cur is not None and (cur.min_reader_version < p.min_reader_version or p.min_writer_version < cur.min_writer_version):
+        # up to python-v1.6.3 the writer version is compared the wrong way round (delta-rs #3665);
+        # deltalake 1.6.6 aborts on any raised reader or writer version
+        raised_writer = (cur.min_writer_version < p.min_writer_version if st.profile.rs_at_least(1, 6, 6)
+                         else p.min_writer_version < cur.min_writer_version) if cur is not None else False
+        if cur is not None and (cur.min_reader_version < p.min_reader_version or raised_writer):
             detail = (f"required read/write {p.min_reader_version}/{p.min_writer_version}, "
                       f"current read/write {cur.min_reader_version}/{cur.min_writer_version}")
             return _fail(name, w, "ProtocolChangedException", f"winner v{w.version}: {detail}", detail=detail)
