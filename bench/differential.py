@@ -840,27 +840,10 @@ def _work(args: tuple[int, int]) -> dict:
 
 def _tree_rss_mb(root: int) -> float:
     """Resident memory of this process and its descendants (the Spark JVM, workers), from /proc."""
-    kids: dict[int, list[int]] = {}
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return 0.0
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/stat") as fh:
-                kids.setdefault(int(fh.read().rsplit(")", 1)[1].split()[1]), []).append(int(p))
-        except (OSError, ValueError, IndexError):
-            continue
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo.extend(kids.get(pid, []))
-        try:
-            with open(f"/proc/{pid}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            pass
-    return total / (1 << 20)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from proctree import tree_rss_mb
+
+    return tree_rss_mb(root)
 
 
 def versions() -> dict:
