@@ -283,6 +283,7 @@ def test_html_report_self_contained_and_escaped(logs, tmp_path, sample_logs):
     assert "http://" not in text and "https://" not in text
     assert text.count('class="span"') == len(commit_infos(sample_logs / "b-writeserializable-reorder" / "table"))
     assert "Counterfactuals" in text and "ConcurrentAppendException against v2" in text
+    assert "under the scenario: 1 would abort" in text and "{&#x27;" not in text and "{'" not in text  # words, not a dict
     assert "Operation pairs" in text
     log = logs["b-writeserializable-reorder"]
     tl = build_timeline(log, replay_table(log))

@@ -39,6 +39,19 @@ from forensics.sets.commit_sets import StateIndex
 STRING_PREFIX = 32  # delta.dataSkippingStringPrefixLength default: longer strings are truncated in stats
 
 
+WOULD_ABORT = "would abort"  # a counterfactual verdict: the scenario's rules abort a commit that is in the log
+
+
+def _scenario_counts(counts: dict[str, int]) -> dict[str, int]:
+    """A replay's counts under a scenario: an abort there is "would abort", not an anomaly of the log."""
+    return {("would_abort" if k == "anomaly" else k): n for k, n in counts.items()}
+
+
+def _rule_why(v: CommitVerdict) -> str:
+    """Why the scenario's rules abort it, without the as-recorded framing ("committed although")."""
+    return v.result.why if v.result is not None else v.why
+
+
 @dataclass
 class Change:
     version: int
@@ -58,7 +71,9 @@ class Change:
     def one_line(self) -> str:
         if self.kind == "conflict":
             part = "" if not self.partition else " [" + ", ".join(f"{k}={v}" for k, v in self.partition.items()) + "]"
-            return f"v{self.version}: {self.exception or 'conflict'} against v{self.winning_version}{part}"
+            verb = "would abort with" if self.after == WOULD_ABORT else "would no longer abort with"
+            rule = f" ({self.rule} rule)" if self.rule else ""
+            return f"v{self.version}: {verb} {self.exception or 'a conflict'} against v{self.winning_version}{part}{rule}"
         if self.kind == "reorder":
             return f"v{self.version}: serialised before v{self.winning_version}"
         return f"v{self.version}: {self.why}"
@@ -80,9 +95,17 @@ class Counterfactual:
     notes: list[str] = field(default_factory=list)
     certainty: str = "inferred"
 
+    def summary(self) -> str:
+        """`as recorded: 1 reordered; under the scenario: 1 would abort`: the counts in words."""
+        def words(counts: dict[str, int]) -> str:
+            return ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in counts.items() if n) or "nothing"
+
+        return f"as recorded: {words(self.baseline_counts)}; under the scenario: {words(self.counts)}"
+
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
             "scenario": self.scenario,
+            "summary": self.summary(),
             "isolation_level": self.isolation_level,
             "partition_by": self.partition_by,
             "appear": [c.to_dict() for c in self.appear],
@@ -122,8 +145,8 @@ def diff_reports(base: ReplayReport, alt: ReplayReport, undecidable: dict[int, s
         here_van: list[Change] = []
         bc, ac = _conflict(b), _conflict(a)
         if ac is not None and ac != bc:
-            here_app.append(Change(v, "conflict", a.winning_version, bv, av, a.exception, a.rule, a.partition, a.file,  # type: ignore[union-attr]
-                                   a.why))  # type: ignore[union-attr]
+            here_app.append(Change(v, "conflict", a.winning_version, bv, WOULD_ABORT, a.exception, a.rule, a.partition, a.file,  # type: ignore[union-attr]
+                                   _rule_why(a)))  # type: ignore[arg-type]
         if bc is not None and bc != ac:
             here_van.append(Change(v, "conflict", b.winning_version, bv, av, b.exception, b.rule, b.partition, b.file,  # type: ignore[union-attr]
                                    (a.why if a else "")))
@@ -166,7 +189,7 @@ def isolation_counterfactual(log: DeltaLog, level: str, *, rules: str | None = N
         vanish=vanish,
         unknown=unknown,
         baseline_counts=base.counts,
-        counts=alt.counts,
+        counts=_scenario_counts(alt.counts),
         certainty="inferred",
         notes=[f"every replayed window re-checked at table level {level} (OPTIMIZE-like commits still downgrade to "
                "SnapshotIsolation, conflict-rules §2.1); aborted attempts (evidence) are not re-evaluated"],
@@ -333,7 +356,7 @@ def partition_counterfactual(log: DeltaLog, column: str, *, rules: str | None = 
         vanish=vanish,
         unknown=unknown,
         baseline_counts=base.counts,
-        counts=alt.counts,
+        counts=_scenario_counts(alt.counts),
         files_placed=len(placement.placed),
         files_unknown=len(placement.unknown),
         unknown_files=sorted(placement.unknown)[:20],

@@ -134,6 +134,9 @@ def sets_view(items: list[dict[str, Any]]) -> RenderableType:
 
 
 def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
+    """The replay table. Under a counterfactual (another isolation level or rule profile) an abort is
+    what the scenario "would abort", not an anomaly of the log, and no likely reason is guessed."""
+    scenario = bool(report.isolation_level or report.rules)
     c = report.counts
     head = Text()
     head.append(f"Replay of {safe.inert(report.location, 300)}\n", style="bold")
@@ -142,7 +145,7 @@ def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
         f"{len(report.verdicts)} window(s) replayed: "
     )
     for k in ("clean", "reordered", "anomaly", "skipped"):
-        head.append(f"{c.get(k, 0)} {k}", style=VERDICT_STYLE[k])
+        head.append(f"{c.get(k, 0)} {'would abort' if scenario and k == 'anomaly' else k}", style=VERDICT_STYLE[k])
         head.append("  ")
     if report.isolation_level or report.rules:
         head.append(f"\n(counterfactual: isolation {report.isolation_level or 'as recorded'}, rules {report.rules or 'per engineInfo'})", style="dim")
@@ -152,7 +155,9 @@ def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
     for v in sorted(report.verdicts.values(), key=lambda x: x.version):
         if v.verdict == "skipped" and not show_skipped:
             continue
-        if v.verdict == "anomaly":
+        if v.verdict == "anomaly" and scenario:
+            detail = f"{v.exception} against v{v.winning_version} ({v.rule} rule)"
+        elif v.verdict == "anomaly":
             detail = f"{v.exception} vs v{v.winning_version}; likely: {v.likely_reason}"
         elif v.verdict == "reordered":
             detail = "serialized before " + ", ".join(f"v{x}" for x in v.reordered_before)
@@ -163,7 +168,7 @@ def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
             "" if v.read_version is None else str(v.read_version),
             safe.text(v.operation or "—", max_len=30),
             f"{len(v.window)}",
-            Text(v.verdict, style=VERDICT_STYLE.get(v.verdict, "")),
+            Text("would abort" if scenario and v.verdict == "anomaly" else v.verdict, style=VERDICT_STYLE.get(v.verdict, "")),
             safe.text(v.profile, max_len=30),
             safe.text(v.isolation_level or "", max_len=20),
             safe.text(detail, max_len=300),
@@ -206,7 +211,7 @@ def counterfactual_view(cf: Any):
     from forensics.safe import inert
 
     lines = [Text(f"Counterfactual: {cf.scenario} ({cf.certainty})", style="bold")]
-    lines.append(Text(f"  verdicts as recorded {cf.baseline_counts} -> under the scenario {cf.counts}", style="dim"))
+    lines.append(Text(f"  {cf.summary()}", style="dim"))
     for key, style in (("appear", "red"), ("vanish", "green"), ("unknown", "dim")):
         items = getattr(cf, key)
         lines.append(Text(f"  {key}: {len(items)}", style=style))

@@ -204,7 +204,7 @@ def _counterfactuals(cfs: list[dict[str, Any]]) -> str:
     out = []
     for cf in cfs:
         out.append(f"<h3>{e(cf['scenario'])}</h3>")
-        out.append(f'<p class="muted">verdicts as recorded {e(cf["baseline_counts"])} → under the scenario {e(cf["counts"])} ({e(cf["certainty"])})</p>')
+        out.append(f'<p class="muted">{e(cf["summary"])} ({e(cf["certainty"])})</p>')
         items = []
         for key in ("appear", "vanish", "unknown"):
             for c in cf[key]:
@@ -230,7 +230,7 @@ def html_report(tl: Timeline, stats: dict[str, Any] | None = None, counterfactua
         f"<title>delta-forensics: {e(tl.table, 200)}</title><style>{CSS}</style></head><body>",
         f"<h1>Concurrency report: {e(tl.table, 500)}</h1>",
         f'<p class="muted">versions {tl.from_version}..{tl.to_version} · {len(tl.commits)} commits · {len(tl.attempts)} aborted attempts · '
-        f"{e(counts)} · rules {e(tl.rules or 'per engineInfo')} · generated {now} by delta-forensics (timeline schema {tl.schema_version})</p>",
+        f"{e(', '.join(f'{n} {k}' for k, n in sorted(counts.items())))} · rules {e(tl.rules or 'per engineInfo')} · generated {now} by delta-forensics (timeline schema {tl.schema_version})</p>",
         "<h2>Timeline</h2>",
         _legend(),
         f'<div style="overflow-x:auto">{timeline_svg(tl)}</div>',
