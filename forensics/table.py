@@ -77,6 +77,7 @@ class Table:
         self._master, self._remote, self._spark = master, remote, spark
         self._spark_conf = dict(spark_conf or {})
         self.store: RemoteTable | None = None
+        self.catalog_name: str | None = None  # the catalog name the table was opened by, if any
         if _log is None:
             _log = self._open(str(uri), use_cache, storage_options, profile, progress)
         self._log = _log
@@ -91,8 +92,11 @@ class Table:
 
         loc = parse_location(uri)
         if loc.kind == "catalog":
-            raise ForensicsError(ExitCode.USAGE, f"{loc.uri} looks like a catalog name (catalog.schema.table): resolving "
-                                 "catalog names is not supported yet; give the table's storage URI or path")
+            from forensics.log.catalog import resolve_table_name
+
+            self.catalog_name = loc.uri
+            uri = resolve_table_name(loc.uri, self._spark_session())
+            loc = parse_location(uri)
         prof = load_profile(profile) if profile or loc.is_remote else None
         self._spark_conf = {**(prof.spark_conf if prof else {}), **self._spark_conf}
         if not loc.is_remote:
