@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import polars as pl
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.model import ISOLATION_LEVELS
 
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
     from forensics.analysis.counterfactual import Counterfactual
@@ -84,6 +85,7 @@ class Table:
         self._lock = threading.RLock()
         self._state: StateIndex | None = None
         self._evidence: dict[tuple[str | None, bool], Evidence] = {}
+        self._replays: dict[tuple[str | None, tuple[int, ...] | None], ReplayReport] = {}
 
     def _open(self, uri: str, use_cache: bool, storage_options: Mapping[str, str] | None, profile: str | None,
               progress: Progress | None) -> "DeltaLog":
@@ -241,10 +243,16 @@ class Table:
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
     def replay_report(self, *, isolation_level: str | None = None, versions: list[int] | None = None) -> "ReplayReport":
-        """Every concurrency window through the rules: the verdicts with their checks and findings."""
+        """Every concurrency window through the rules: the verdicts with their checks and findings
+        (replayed once per Table for each isolation level and version range)."""
         from forensics.replay.windows import replay_table
 
-        return replay_table(self._log, rules=self.rules, isolation_level=isolation_level, versions=versions, state=self.state)
+        key = (isolation_level, tuple(versions) if versions is not None else None)
+        with self._lock:
+            if key not in self._replays:
+                self._replays[key] = replay_table(self._log, rules=self.rules, isolation_level=isolation_level,
+                                                  versions=versions, state=self.state)
+            return self._replays[key]
 
     def replay(self, *, isolation_level: str | None = None) -> pl.DataFrame:
         """One row per commit with a stale readVersion: verdict (clean/reordered/anomaly), rule, winner."""
@@ -363,10 +371,12 @@ class Table:
 
         if partition_by:
             return partition_counterfactual(self._log, partition_by, rules=self.rules, isolation_level=isolation_level,
-                                            baseline=baseline or self.replay_report())
-        if not isolation_level:
-            raise ForensicsError(ExitCode.USAGE, "a counterfactual needs an isolation level or a partition column")
-        return isolation_counterfactual(self._log, isolation_level, rules=self.rules, baseline=baseline or self.replay_report())
+                                            baseline=baseline or self.replay_report(), state=self.state)
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ForensicsError(ExitCode.USAGE, f"a counterfactual needs a partition column or an isolation level, one of "
+                                 f"{', '.join(ISOLATION_LEVELS)} (got {isolation_level!r})")
+        return isolation_counterfactual(self._log, isolation_level, rules=self.rules, baseline=baseline or self.replay_report(),
+                                        state=self.state, alternative=self.replay_report(isolation_level=isolation_level))
 
     def export(self, fmt: str, output: str | Path, *, from_version: int | None = None, to_version: int | None = None,
                with_evidence: bool = True, window: str = "1h", isolation_levels: list[str] | None = None,

@@ -142,16 +142,17 @@ from forensics.synth.sparktable import Databricks  # noqa: E402
 DV_PROTOCOL = ProtocolAction(3, 7, ["deletionVectors"], ["deletionVectors"])
 
 
-def _dbr(runtime: str) -> str:
-    return f"Databricks-Runtime/{runtime}.x-photon-scala2.12"
+def _dbr(runtime: str, photon: bool = True) -> str:
+    return f"Databricks-Runtime/{runtime}.x-{'photon-' if photon else ''}scala2.12"
 
 
 def _dv(tag: str, rows: int) -> DeletionVector:
     return DeletionVector("u", (tag * 20)[:20], 34, rows)
 
 
-def _databricks_table(root: Path, runtime: str, *, partitioned: bool, dvs: str | None = "true") -> tuple[SparkTable, list]:
-    t = SparkTable(root / "t", _dbr(runtime), seed=13, start_ms=T0, isolation_level="WriteSerializable", databricks=Databricks())
+def _databricks_table(root: Path, runtime: str, *, partitioned: bool, dvs: str | None = "true",
+                      photon: bool = True) -> tuple[SparkTable, list]:
+    t = SparkTable(root / "t", _dbr(runtime, photon), seed=13, start_ms=T0, isolation_level="WriteSerializable", databricks=Databricks())
     files = [t.data_file("2024-01-01", [1, 2]), t.data_file("2024-01-01", [3, 4], task=1), t.data_file("2024-01-02", [5, 6], task=2)]
     if not partitioned:
         files = [_replace(f, partition_values={}) for f in files]
@@ -162,11 +163,14 @@ def _databricks_table(root: Path, runtime: str, *, partitioned: bool, dvs: str |
     return t, files
 
 
-def _dv_delete(t: SparkTable, f, dv: DeletionVector, read_version: int, *, removed_dv: DeletionVector | None = None) -> int:
-    """A DELETE that marked rows of `f` deleted with a deletion vector (remove f, add f with the DV)."""
+def _dv_delete(t: SparkTable, f, dv: DeletionVector, read_version: int, *, removed_dv: DeletionVector | None = None,
+               merge: bool = False) -> int:
+    """A DELETE (or a MERGE) that marked rows of `f` deleted with a deletion vector (remove f, add f with the DV)."""
     t.tick(2_000)
     rem = _replace(f, deletion_vector=removed_dv).remove(t.now - 200)
     add = _replace(f, deletion_vector=dv)
+    if merge:
+        return t.commit("MERGE", P.merge_params(_cond(t), [{"actionType": "delete"}], []), [rem, add], read_version)
     return t.commit("DELETE", P.delete_params([P.eq(t.attr["id"], 1)]), [rem, add], read_version)
 
 
@@ -186,6 +190,17 @@ def test_row_level_concurrency_needs_runtime_14_2(tmp_path, runtime, verdict):
         assert ex.verdict.exception == "ConcurrentAppendException"
     else:
         assert ex.verdict.certainty != "exact"  # Databricks is modelled from its docs
+
+
+@pytest.mark.parametrize(("runtime", "photon", "verdict"), [("14.2", False, "anomaly"), ("14.2", True, "clean"), ("14.3", False, "clean")])
+def test_merge_gets_row_level_concurrency_on_14_2_only_with_photon(tmp_path, runtime, photon, verdict):
+    """The docs: row-level concurrency for MERGE needs Photon on Runtime 14.2, not from 14.3."""
+    t, files = _databricks_table(tmp_path, runtime, partitioned=False, photon=photon)
+    d1 = _dv("a", 1)
+    _dv_delete(t, files[0], d1, 0)
+    v = _dv_delete(t, files[0], _dv("b", 2), 0, removed_dv=d1, merge=True)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == verdict, ex.verdict.why
 
 
 def test_row_level_concurrency_never_on_partitioned_tables(tmp_path):

@@ -174,12 +174,13 @@ def diff_reports(base: ReplayReport, alt: ReplayReport, undecidable: dict[int, s
 
 
 def isolation_counterfactual(log: DeltaLog, level: str, *, rules: str | None = None, baseline: ReplayReport | None = None,
-                             state: StateIndex | None = None) -> Counterfactual:
+                             state: StateIndex | None = None, alternative: ReplayReport | None = None) -> Counterfactual:
+    """`alternative` is the replay at `level` when the caller already has it (not replayed again)."""
     if level not in ISOLATION_LEVELS:
         raise ForensicsError(ExitCode.USAGE, f"isolation level {level!r} is not one of {', '.join(ISOLATION_LEVELS)}")
     state = state or StateIndex(log)
     base = baseline or replay_table(log, rules=rules, state=state)
-    alt = replay_table(log, rules=rules, isolation_level=level, state=state)
+    alt = alternative or replay_table(log, rules=rules, isolation_level=level, state=state)
     appear, vanish, unknown = diff_reports(base, alt)
     return Counterfactual(
         scenario=f"isolation level {level}",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -50,12 +51,15 @@ class Rewrite:
                 f"within that file's ranges in the log), so it read a version from v{self.added} to {until}")
 
 
-def _footer(path: str) -> tuple[int, dict[str, tuple[Any, Any]]] | None:
-    """(rows, column -> (min, max)) from a local Parquet file's footer; None when it cannot be read."""
+@lru_cache(maxsize=256)
+def _footer(path: str, size: int, mtime_ms: int) -> tuple[int, dict[str, tuple[Any, Any]], frozenset[str]] | None:
+    """(rows, column -> (min, max), column names) from a local Parquet file's footer, read once per
+    file version (size and mtime are part of the key); None when it cannot be read."""
     import pyarrow.parquet as pq
 
     try:
         meta = pq.read_metadata(path)
+        names = frozenset(meta.schema.to_arrow_schema().names)
     except (OSError, ValueError):
         return None
     ranges: dict[str, tuple[Any, Any]] = {}
@@ -71,7 +75,7 @@ def _footer(path: str) -> tuple[int, dict[str, tuple[Any, Any]]] | None:
                 ranges[col.path_in_schema] = (min(lo, st.min), max(hi, st.max))
             except TypeError:
                 continue
-    return meta.num_rows, ranges
+    return meta.num_rows, ranges, names
 
 
 def _inside(lo: Any, hi: Any, flo: Any, fhi: Any) -> bool:
@@ -81,21 +85,11 @@ def _inside(lo: Any, hi: Any, flo: Any, fhi: Any) -> bool:
         return False
 
 
-def _local_footer(log: DeltaLog, orphan: DataFile) -> tuple[int, dict[str, tuple[Any, Any]], set[str]] | None:
+def _local_footer(log: DeltaLog, orphan: DataFile) -> tuple[int, dict[str, tuple[Any, Any]], frozenset[str]] | None:
     root = log.location
     if "://" in root and not root.startswith("file:"):
         return None  # data files of an object-store table are not fetched
-    import pyarrow.parquet as pq
-
-    local = os.path.join(root.removeprefix("file://").removeprefix("file:"), orphan.path)
-    got = _footer(local)
-    if got is None:
-        return None
-    try:
-        names = set(pq.read_schema(local).names)
-    except (OSError, ValueError):
-        return None
-    return got[0], got[1], names
+    return _footer(os.path.join(root.removeprefix("file://").removeprefix("file:"), orphan.path), orphan.size, orphan.mtime_ms)
 
 
 def rewritten_file(log: DeltaLog, lifetimes: FileLifetimes, orphan: DataFile) -> Rewrite | None:

@@ -113,6 +113,11 @@ def referenced_paths(log: DeltaLog, extra: pl.DataFrame | None = None) -> set[st
     return out
 
 
+def _skip_file(name: str) -> bool:
+    """Hadoop .crc side files, _SUCCESS, _started_/_committed_ markers: not data (deletion vectors are)."""
+    return name.startswith((".", "_")) and not RE_DV_FILE.match(name)
+
+
 def _skip_dir(name: str) -> bool:
     if name == "_delta_log":
         return True
@@ -127,8 +132,7 @@ def _walk_store(log: DeltaLog, extra_actions: pl.DataFrame | None) -> Walk:
     """The data files of a remote table, listed in the store (sizes and last-modified times; nothing
     downloaded). Their times are the store's: when each object was written there."""
     files = [DataFile(f.path, f.size, f.last_modified_ms) for f in log.store.data_files()
-             if not any(_skip_dir(part) for part in f.path.split("/")[:-1])
-             and not (f.path.rsplit("/", 1)[-1].startswith((".", "_")) and not RE_DV_FILE.match(f.path.rsplit("/", 1)[-1]))]
+             if not any(_skip_dir(part) for part in f.path.split("/")[:-1]) and not _skip_file(f.path.rsplit("/", 1)[-1])]
     findings: list[Finding] = []
     truncated = len(files) > MAX_FILES
     if truncated:
@@ -166,8 +170,8 @@ def walk_table(log: DeltaLog, extra_actions: pl.DataFrame | None = None) -> Walk
                 if not _skip_dir(name):
                     stack.append(p)
                 continue
-            if name.startswith((".", "_")) and not RE_DV_FILE.match(name):
-                continue  # Hadoop .crc side files, _SUCCESS, _started_/_committed_ markers
+            if _skip_file(name):
+                continue
             files.append(DataFile(p, size, mtime))
             if len(files) >= MAX_FILES:
                 truncated = True
