@@ -12,8 +12,7 @@ copies of the table truncated after each winner).
   without a partition literal, a blind-append winner, a non-default isolation level, three
   winners, no-op losers, and retries. They must agree, except the ones marked as known
   disagreements.
-- `KNOWN`: minimal specs of the disagreement classes the larger runs found.
-- `FIXED`: minimal specs of disagreements of earlier tool commits, fixed since; they must agree.
+- `FIXED`: minimal specs of the disagreement classes the larger runs found, fixed since; they must agree.
 
 A known disagreement is `xfail(strict=True, raises=KnownDisagreement)`: it is an xfail only while
 exactly that disagreement remains, fails loudly (XPASS) once the tool is fixed, and fails as an
@@ -111,22 +110,22 @@ def _verdict(rec: dict, known: set[str]) -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# Known disagreements (minimal reproducers; see the report of the larger runs)
+# Minimal reproducers of disagreements the larger runs found (FIDELITY.md)
 # ------------------------------------------------------------------------------------------------
 
 UNPART2 = [{"part": None, "block": 0}, {"part": None, "block": 1}]
 UNPART3 = UNPART2 + [{"part": None, "block": 2}]
 
-KNOWN = [
+# Disagreements of earlier tool commits, fixed since: they must keep agreeing. The first three were the
+# open class 3 (explain_error from the text alone named one winner from the orphan files, tried at read
+# versions newest first); it now names every first conflict those files allow at the read versions they
+# leave possible, so the engine's winner is among the candidates and the answer says it is ambiguous.
+FIXED = [
     pytest.param(
         {"partitioned": False, "isolation": None, "setup": UNPART3,
          "loser": {"kind": "delete", "predicate": "id < 15"},
          "winners": [{"kind": "compact"}, {"kind": "append", "part": None, "ids": [3]}], "retry": None},
-        "abort ConcurrentAppendException", {"explain_error names another winner"},
-        marks=pytest.mark.xfail(strict=True, raises=KnownDisagreement, reason=(
-            "delta-rs counts a compaction's adds as new data (winner v3, OPTIMIZE) and stops there; explain_error from "
-            "the text alone names v4 (the later append): the evidence replay tries read versions newest first. Told "
-            "readVersion=2, DELETE id < 15, it replays the stated transaction and names v3.")),
+        "abort ConcurrentAppendException",
         id="evidence-names-a-later-winner",
     ),
     pytest.param(
@@ -134,13 +133,7 @@ KNOWN = [
          "setup": [{"part": "a", "block": 0}, {"part": "a", "block": 1}, {"part": "b", "block": 2}],
          "loser": {"kind": "delete", "predicate": "id > 15"},
          "winners": [{"kind": "append", "part": "c", "ids": [40, 41]}], "retry": None},
-        "abort ConcurrentAppendException", {"explain_error names another winner"},
-        marks=pytest.mark.xfail(strict=True, raises=KnownDisagreement, reason=(
-            "explain_error(text) names v1 (an append into p=a, before the DELETE's read at v2) as the only winner; "
-            "delta-rs stopped at v3 (the append into p=c matching `id > 15`): the evidence replay tries the least-reading "
-            "hypothesis (read its own partition p=a) at ever older read versions before a wider read at the newest, "
-            "and reports the first abort it finds. (Right in 5b19924..8390ada, when footer bounds placed the read; "
-            "wrong again since 10f557c uses them only without file times.)")),
+        "abort ConcurrentAppendException",
         id="evidence-names-an-older-winner",
     ),
     pytest.param(
@@ -148,27 +141,9 @@ KNOWN = [
          "loser": {"kind": "merge", "on": "t.id = s.id", "ids": [15, 900], "parts": ["a", "a"], "clauses": "delete"},
          "winners": [{"kind": "append", "part": "a", "ids": [3]}, {"kind": "append", "part": "b", "ids": [12]}],
          "retry": None},
-        "abort ConcurrentAppendException", {"explain_error names another winner"},
-        marks=pytest.mark.xfail(strict=True, raises=KnownDisagreement, reason=(
-            "a MERGE without a partition literal reads the whole table, so delta-rs stops at the first append (v2); "
-            "explain_error from the text alone names v3 (the last commit before the orphan file, whose partition p=b the "
-            "MERGE rewrote). Told readVersion=1 and operation=MERGE, it replays the stated transaction and names v2.")),
-        id="evidence-names-a-later-winner-despite-facts",
+        "abort ConcurrentAppendException",
+        id="merge-without-literal-text-alone",
     ),
-]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("spec,engine,known", KNOWN)
-def test_known_disagreements(spec: dict, engine: str, known: set[str], tmp_path: Path, spark):
-    rec = _run(spec, tmp_path)
-    loser = rec["losers"][0]
-    assert D.real_label(loser["real"]) == engine, f"the engine itself changed: {loser['real']}"
-    _verdict(rec, known)
-
-
-# Disagreements of earlier tool commits, fixed since: they must keep agreeing.
-FIXED = [
     pytest.param(
         {"partitioned": False, "isolation": None, "setup": UNPART2,
          "loser": {"kind": "update", "predicate": None, "set": "0"},

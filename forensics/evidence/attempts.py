@@ -48,6 +48,9 @@ class Attempt:
     retry_version: int | None = None
     stray_commit: str | None = None
     tried: list[dict[str, Any]] = field(default_factory=list)
+    # Other first conflicts the same orphan files allow (another read version or hypothesis): without
+    # the loser's readVersion these are as consistent as the one shown, so an answer must name them.
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +73,7 @@ class Attempt:
             "stray_commit": self.stray_commit,
             "why": self.why,
             "tried": self.tried,
+            "alternatives": self.alternatives,
         }
 
 

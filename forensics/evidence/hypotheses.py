@@ -170,13 +170,17 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
                       retry=retry)
     tried: list[str] = []
 
+    def read_versions(upto: int) -> list[int]:
+        rs = [read_version] if read_version is not None else list(range(upto - 1, r_lo - 1, -1))
+        if bounds is not None and read_version is None:
+            rs = [r for r in rs if r in bounds.versions]
+        return rs
+
     def search(upto: int) -> tuple[Hypothesis, int, WhatIfResult] | None:
         # Hypotheses from least to most reading; within each, read versions newest first. Without
         # file times that place the attempt, the winning version is the least certain part of the
         # answer (the exception is the most certain): the output labels it inferred.
-        rs = [read_version] if read_version is not None else list(range(upto - 1, r_lo - 1, -1))
-        if bounds is not None and read_version is None:
-            rs = [r for r in rs if r in bounds.versions]
+        rs = read_versions(upto)
         for h in hyps:
             for R in rs:
                 res = _try(log, state, h, attempt.partitions, R, upto, rules)
@@ -200,6 +204,9 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
         return
     h, R, res = found
     r = res.result
+    if read_version is None:
+        attempt.alternatives = _alternatives(log, state, attempt, hyps, read_versions(max(after) if extended else until),
+                                             max(after) if extended else until, rules, (r.exception, r.winning_version))
     attempt.likely_exception, attempt.winning_version, attempt.rule = r.exception, r.winning_version, r.rule
     attempt.hypothesis, attempt.read_version, attempt.partition, attempt.file = h.label, R, r.partition, r.file
     attempt.tried = [{"hypothesis": t, "verdict": "commit"} for t in tried] + [{"hypothesis": h.label, "verdict": "abort", "read_version": R}]
@@ -210,3 +217,21 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
         + ("; only commits that landed just after its last file explain it" if extended else "")
         + "."
     )
+
+
+def _alternatives(log: DeltaLog, state: StateIndex, attempt: Attempt, hyps: list[Hypothesis], rs: list[int], until: int,
+                  rules: str | None, shown: tuple[str | None, int | None]) -> list[dict]:
+    """Every other first conflict the orphan files allow. The engine checks the winners from the
+    loser's readVersion up and stops at the first conflict; without that readVersion each read
+    version (and each thing the loser may have done) names its own first conflict, and all of them
+    are as consistent with the files as the one shown (conflict-rules §5)."""
+    seen: dict[tuple[str | None, int | None], dict] = {}
+    for h in hyps:
+        for R in rs:
+            res = _try(log, state, h, attempt.partitions, R, until, rules)
+            if res is None or res.result.verdict != "abort":
+                continue
+            key = (res.result.exception, res.result.winning_version)
+            if key != shown and key not in seen:
+                seen[key] = {"exception": key[0], "winning_version": key[1], "read_version": R, "hypothesis": h.label}
+    return sorted(seen.values(), key=lambda d: (d["winning_version"] is None, d["winning_version"] or 0))

@@ -337,14 +337,20 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
         if evidence is not None:
             ev_hits = [(a, a.winning_version) for a in evidence.attempts if a.likely_exception == report.exception and a.winning_version in cands]
             if ev_hits:
-                vs = sorted({v for _, v in ev_hits})
+                # The other first conflicts the same attempts allow at another read version are as
+                # consistent with the text: name them all (the user's --read-version settles it).
+                others = {alt["winning_version"] for a, _ in ev_hits for alt in a.alternatives
+                          if alt["exception"] == report.exception and alt["winning_version"] in cands}
+                vs = sorted({v for _, v in ev_hits} | others)
                 a0 = ev_hits[0][0]
                 winner, parts = a0.winning_version, a0.partitions
                 match = WinnerMatch(winner, vs, "evidence", len(vs) > 1,
                                     f"inferred from {len(ev_hits)} aborted attempt(s) whose orphan files replay to {report.exception}"
                                     + ("" if evidence.clock.trusted else
                                        " (their file times are not trusted: the attempts were placed by what their files hold, not by when they were written)")
-                                    + (f"; candidates v{', v'.join(map(str, vs))}: the earliest attempt's winner is shown" if len(vs) > 1 else ""))
+                                    + (f"; candidates v{', v'.join(map(str, vs))}: the earliest attempt's winner is shown; "
+                                       "which one beat it depends on the version the failed job read (give --read-version to decide)"
+                                       if len(vs) > 1 else ""))
         if winner is None and cands:
             if len(cands) == 1:
                 winner = cands[0]
