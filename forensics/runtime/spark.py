@@ -92,6 +92,7 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
     key = (master, remote)
     with _lock:
         if _session is not None:
+            _late_settings(_session, key, conf)
             return _session
         try:
             from pyspark.sql import SparkSession
@@ -125,6 +126,32 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
             pass
         _session_key = key
         return _session
+
+
+def _late_settings(session: Any, key: tuple[str | None, str | None], conf: dict[str, str] | None) -> None:
+    """A notebook that opens a second Table with other settings gets the running session: apply
+    what Spark lets a running session change, and say which settings it could not take (names
+    only: a value may be a credential)."""
+    import warnings
+
+    if key != (None, None) and key != _session_key:
+        warnings.warn(f"a Spark session ({_describe(_session_key)}) already runs in this process; "
+                      f"{_describe(key)} is not used (one session per process)", RuntimeWarning, stacklevel=3)
+    refused = []
+    for k, v in (conf or {}).items():
+        try:
+            if session.conf.get(k, None) != v:
+                session.conf.set(k, v)
+        except Exception:  # noqa: BLE001 - static settings cannot change after the session started
+            refused.append(k)
+    if refused:
+        warnings.warn(f"Spark settings {', '.join(sorted(refused))} cannot change in the running session "
+                      "(static settings take effect only when the session starts); they are not applied", RuntimeWarning, stacklevel=3)
+
+
+def _describe(key: tuple[str | None, str | None] | None) -> str:
+    master, remote = key or (None, None)
+    return f"Spark Connect {remote}" if remote else f"master {master or 'local (default)'}"
 
 
 def delta_jvm_available(spark: Any) -> bool:
