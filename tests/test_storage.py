@@ -577,6 +577,29 @@ def test_refresh_fetches_only_new_files_and_removes_deleted_ones(remote_table, l
     ).read_bytes()
 
 
+def test_refresh_lists_only_the_tail_until_a_clean_up(remote_table, local_table, tmp_path):
+    """A refresh lists from 100 versions below the newest mirrored commit (a 20,000-commit log lists
+    in seconds); when the oldest mirrored file is gone (log clean-up), it lists the whole log again
+    and the removals reach the mirror."""
+    backend, prefix = remote_table
+    dest = tmp_path / "m"
+    first = mirror_log(backend.uri(prefix), backend.options(), dest)
+    assert first.listed_from is None
+    body = (local_table / "_delta_log" / "00000000000000000404.json").read_bytes()
+    backend.put(f"{prefix}/_delta_log/00000000000000000405.json", body)
+    second = mirror_log(backend.uri(prefix), backend.options(), dest)
+    assert second.listed_from == "_delta_log/00000000000000000304"
+    assert (second.fetched, second.removed) == (1, 0) and second.files == first.files + 1
+    assert (dest / "_delta_log" / "00000000000000000405.json").read_bytes() == body
+    assert _tree(dest / "_delta_log") == {**_tree(local_table / "_delta_log"), "00000000000000000405.json": body}
+
+    oldest = sorted(p.name for p in (local_table / "_delta_log").glob("0*"))[0]
+    backend.delete(f"{prefix}/_delta_log/{oldest}")
+    third = mirror_log(backend.uri(prefix), backend.options(), dest)
+    assert third.listed_from is None and (third.fetched, third.removed) == (0, 1)
+    assert not (dest / "_delta_log" / oldest).exists()
+
+
 def test_list_table_files_finds_orphans_without_the_log(remote_table, local_table):
     backend, prefix = remote_table
     backend.put(f"{prefix}/date=2024-04-01/part-orphan-0000.snappy.parquet", b"PAR1orphan")

@@ -72,6 +72,7 @@ class Mirror:
     bytes_fetched: int
     seconds: float
     skipped: tuple[str, ...] = field(default=())  # remote names that cannot be a local path
+    listed_from: str | None = None  # None: the whole `_delta_log` was listed; else the offset of a tail listing
 
     @property
     def log_dir(self) -> Path:
@@ -315,7 +316,7 @@ def mirror_log(
             manifest = {}
         with store_errors(loc, options):
             store = options.store(loc)
-            remote = list(_list(store, LOG_DIR))
+            remote, listed_from = _list_log(store, manifest)
         if not remote:
             raise NotADeltaTable(f"not a Delta table (no _delta_log under it): {loc.uri}")
 
@@ -385,7 +386,48 @@ def mirror_log(
         bytes_fetched=bytes_fetched,
         seconds=round(time.monotonic() - started, 3),
         skipped=skipped,
+        listed_from=listed_from,
     )
+
+
+TAIL_VERSIONS = 100  # a refresh re-lists this many versions below the newest mirrored commit
+
+
+def _version_of(path: str) -> int | None:
+    name = path[len(LOG_DIR) + 1:] if path.startswith(LOG_DIR + "/") else None
+    head = name[:20] if name else ""
+    return int(head) if len(head) == 20 and head.isdigit() else None
+
+
+def _list_log(store, manifest: Mapping[str, Mapping[str, Any]]) -> tuple[list[RemoteFile], str | None]:
+    """The remote `_delta_log`, listed whole on the first look and after a log clean-up, else
+    only its tail: commits are immutable and Delta's clean-up removes from the oldest, so when the
+    oldest mirrored file is still there, everything below the tail is what the mirror holds. The
+    tail (the last TAIL_VERSIONS versions, and every name that sorts after the versions:
+    `_last_checkpoint`, `_staged_commits/`, `_sidecars/`) catches late checkpoints and checksums.
+    Listing 20,000 keys costs seconds on a store; the tail, milliseconds."""
+    import obstore
+
+    versioned = sorted((v, p) for p in manifest if (v := _version_of(p)) is not None)
+    if not versioned:
+        return list(_list(store, LOG_DIR)), None
+    oldest = versioned[0][1]
+    try:
+        meta = obstore.head(store, oldest)
+    except FileNotFoundError:
+        return list(_list(store, LOG_DIR)), None  # cleaned up: removals must reach the mirror
+    rec = manifest[oldest]
+    if int(meta["size"]) != rec.get("size") or _etag(meta.get("e_tag")) != rec.get("etag"):
+        return list(_list(store, LOG_DIR)), None
+    newest_commit = max((v for v, p in versioned if p.endswith(".json")), default=versioned[-1][0])
+    floor = max(0, newest_commit - TAIL_VERSIONS)
+    offset = f"{LOG_DIR}/{floor:020d}"
+    kept = [RemoteFile(p, int(r["size"]), int(r["last_modified_ms"]), r.get("etag")) for p, r in manifest.items() if p <= offset]
+    tail = []
+    for batch in obstore.list(store, LOG_DIR, offset=offset, chunk_size=1000):
+        # filtered here too: a store (Azurite) may not honour the offset and list from the start
+        tail.extend(_remote(m) for m in batch if str(m["path"]) > offset and not str(m["path"]).endswith("/"))
+    return kept + tail, offset
 
 
 def read_object(uri: str, options: StorageOptions | Mapping[str, Any] | None = None, *, profile: str | None = None,
