@@ -437,12 +437,12 @@ def measure_winner(path: str, tmp: Path, op: dict, partitioned: bool, R: int, wi
 
 
 def _short_whatif(d: dict) -> dict:
-    keys = ("verdict", "exception", "winning_version", "rule", "isolation_level", "certainty", "why", "read", "write", "notes")
+    keys = ("verdict", "exception", "winningVersion", "rule", "isolationLevel", "certainty", "why", "read", "write", "notes")
     return {k: d.get(k) for k in keys}
 
 
 def _short_explain(d: dict) -> dict:
-    keys = ("recognized", "exception", "family", "rule", "winning_version", "winner_match", "hypothesis", "reproduced", "why")
+    keys = ("recognized", "exception", "family", "rule", "winningVersion", "winnerMatch", "hypothesis", "reproduced", "why")
     out = {k: d.get(k) for k in keys}
     rp = d.get("replay")
     out["replay_verdict"] = (rp or {}).get("verdict")
@@ -499,7 +499,7 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
         if real["outcome"] == "commit":
             if w["verdict"] != "commit":
                 reasons.append({"check": "whatif", "class": f"whatif abort {w['exception']} / engine {real['outcome']}",
-                                "detail": f"tool: abort {w['exception']} against v{w['winning_version']} ({(w.get('why') or '')[:300]})"})
+                                "detail": f"tool: abort {w['exception']} against v{w['winningVersion']} ({(w.get('why') or '')[:300]})"})
         else:
             if w["verdict"] != "abort":
                 reasons.append({"check": "whatif", "class": f"whatif commit / engine abort {real['exception']}",
@@ -507,10 +507,10 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
             else:
                 if w["exception"] != real["exception"]:
                     reasons.append({"check": "whatif", "class": f"whatif {w['exception']} / engine {real['exception']}",
-                                    "detail": f"engine v{real_winner}; tool v{w['winning_version']}: {(w.get('why') or '')[:300]}"})
-                if real_winner is not None and w["winning_version"] != real_winner:
+                                    "detail": f"engine v{real_winner}; tool v{w['winningVersion']}: {(w.get('why') or '')[:300]}"})
+                if real_winner is not None and w["winningVersion"] != real_winner:
                     reasons.append({"check": "whatif", "class": "whatif names another winner",
-                                    "detail": f"engine stopped at v{real_winner}, tool at v{w['winning_version']}"})
+                                    "detail": f"engine stopped at v{real_winner}, tool at v{w['winningVersion']}"})
     # 2. explain_error
     if real["outcome"] == "abort":
         try:
@@ -525,8 +525,8 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
                 reasons.append({"check": "explain_error", "class": f"explain_error {e.get('exception')} / engine {real['exception']}",
                                 "detail": f"text parsed as {e.get('exception')}"})
             acceptable = same_text_winners.get(real["message"], set()) or ({L.get("real_winner")} - {None})
-            wm = e.get("winner_match") or {}
-            named = e.get("winning_version")
+            wm = e.get("winnerMatch") or {}
+            named = e.get("winningVersion")
             cands = set(wm.get("candidates") or [])
             # right: the real winner named, or an ambiguity whose candidates include it
             if acceptable and named not in acceptable and not (wm.get("ambiguous") and acceptable & cands):
@@ -554,8 +554,8 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
             reasons.append({"check": "explain_error+facts", "class": _err_class("explain_error+facts", ex), "detail": _err(ex)})
         if e is not None:
             real_winner = L.get("real_winner")
-            wm = e.get("winner_match") or {}
-            named, cands = e.get("winning_version"), set(wm.get("candidates") or [])
+            wm = e.get("winnerMatch") or {}
+            named, cands = e.get("winningVersion"), set(wm.get("candidates") or [])
             if e.get("exception") != real["exception"]:
                 reasons.append({"check": "explain_error+facts", "class": f"explain_error+facts {e.get('exception')} / engine {real['exception']}",
                                 "detail": f"text parsed as {e.get('exception')}"})
@@ -569,7 +569,7 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
     if real["outcome"] == "commit":
         V, R = real["version"], L["read_version"]
         row = replay_rows.get(V)
-        L["replay"] = None if row is None else {k: row.get(k) for k in ("verdict", "readVersion", "exception", "winning_version", "why")}
+        L["replay"] = None if row is None else {k: row.get(k) for k in ("verdict", "readVersion", "exception", "winningVersion", "why")}
         if R < V - 1:
             if row is None:
                 L["replay_note"] = f"v{V} not replayed (readVersion not recorded?)"

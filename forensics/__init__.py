@@ -33,6 +33,11 @@ _EXPORTS: dict[str, str] = {
     "parse_event_log": "forensics.errortext",
     "ErrorReport": "forensics.errortext",
     "text_only_explanation": "forensics.evidence.loser",
+    "text_story": "forensics.analysis.story",
+    "in_words": "forensics.analysis.story",
+    "clauses": "forensics.analysis.story",
+    "rule_in_words": "forensics.analysis.story",
+    "bound_in_words": "forensics.analysis.story",
     "WhatIfRequest": "forensics.replay.whatif",
     "OPERATIONS": "forensics.replay.whatif",
     "PROFILES": "forensics.rules",
@@ -48,6 +53,11 @@ _EXPORTS: dict[str, str] = {
     "parse_location": "forensics.storage",
     "fewer_collections": "forensics.runtime.gc_tuning",
     "cache_root": "forensics.runtime.paths",
+    "SCHEMA_VERSION": "forensics.schemas",
+    "SCHEMA_COMMANDS": "forensics.schemas",
+    "load_schema": "forensics.schemas",
+    "schema_text": "forensics.schemas",
+    "json_document": "forensics.schemas",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -27,6 +27,21 @@ class ExitCode(IntEnum):
     STORE_NOT_FOUND = 11  # no such bucket or container
     INTERNAL = 70  # a bug: please report it (the traceback is in the log file)
 
+    @property
+    def meaning(self) -> str:
+        """In a few words, as `delta-forensics --help` lists it (README "Exit codes" says more)."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitCode.OK: "ok", ExitCode.STRICT: "--strict found a warning or error finding", ExitCode.USAGE: "usage",
+    ExitCode.NOT_A_TABLE: "not a Delta table", ExitCode.UNREADABLE: "unreadable log", ExitCode.JAVA: "Java missing/too old",
+    ExitCode.SPARK: "Spark failed", ExitCode.NO_VERSION: "version not in the log",
+    ExitCode.NOT_RECOGNIZED: "error text not recognised", ExitCode.STORE_UNREACHABLE: "object store unreachable",
+    ExitCode.STORE_DENIED: "object store denied access", ExitCode.STORE_NOT_FOUND: "no such bucket or container",
+    ExitCode.INTERNAL: "internal error",
+}
+
 
 _BY_CODE: dict[ExitCode, type["ForensicsError"]] = {}
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal, get_args
 
+from forensics.times import with_iso
+
 # --------------------------------------------------------------------------------------
 # Certainty labels
 # --------------------------------------------------------------------------------------
@@ -187,7 +189,7 @@ class Metadata:
     created_time: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return with_iso({
             "id": self.id,
             "name": self.name,
             "description": self.description,
@@ -196,7 +198,7 @@ class Metadata:
             "partitionColumns": list(self.partition_columns),
             "configuration": dict(self.configuration),
             "createdTime": self.created_time,
-        }
+        }, "createdTime")
 
 
 @dataclass(frozen=True)
@@ -337,6 +339,8 @@ def hive_partition(pv: dict[str, Any] | None) -> str | None:
 # --------------------------------------------------------------------------------------
 
 COMMIT_LARGE_OPS = {"CONVERT", "CLONE", "SHALLOW CLONE", "DEEP CLONE", "RESTORE"}
+# delta-spark v3.3+: re-commit existing files to assign (or drop) row ids (conflict-rules §5.5, §8.2)
+ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL = "ROW TRACKING BACKFILL", "ROW TRACKING UNBACKFILL"
 METADATA_ONLY_OPS = {
     "SET TBLPROPERTIES",
     "UNSET TBLPROPERTIES",

@@ -8,9 +8,10 @@ single answers as typed dataclasses with `to_dict()`.
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import polars as pl
 
@@ -32,9 +33,27 @@ if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached t
     from forensics.model import CommitRecord, Finding, Snapshot
     from forensics.replay.whatif import WhatIfRequest, WhatIfResult
     from forensics.replay.windows import ReplayReport
+    from forensics.rules.writer_conf import WriterConf
     from forensics.sets.commit_sets import CommitSets, StateIndex
 
 Progress = Callable[[str], None]
+_Question = TypeVar("_Question", bound=Callable[..., Any])
+
+
+def _as_the_writer_ran(method: _Question) -> _Question:
+    """A question that replays runs with the writer's session settings stated (conflict-rules §14):
+    every rule profile chosen inside it carries them."""
+
+    @functools.wraps(method)
+    def ask(self: "Table", *args: Any, **kwargs: Any) -> Any:
+        if not self.writer_conf:
+            return method(self, *args, **kwargs)
+        from forensics.rules.writer_conf import writer_settings
+
+        with writer_settings(self.writer_conf):
+            return method(self, *args, **kwargs)
+
+    return ask  # type: ignore[return-value]
 
 
 class Table:
@@ -52,7 +71,9 @@ class Table:
     `_delta_log` is mirrored into the cache first (only new files are fetched), with
     `storage_options` in delta-rs's key names over a config-file `profile` over the environment.
     `rules` names a rule profile for every question (default: the profile of the engine that
-    wrote each commit); `spark` is a caller's SparkSession, `master`/`remote` ask for a cluster
+    wrote each commit); `writer_conf` holds the session settings of the writer being modelled
+    (`{"spark.databricks.delta....": "true"}`, conflict-rules §14; not this tool's Spark settings,
+    which are `spark_conf`); `spark` is a caller's SparkSession, `master`/`remote` ask for a cluster
     or Spark Connect, `spark_conf` holds Spark settings; `use_cache=False` reads afresh and
     writes no cache. Expected failures raise subclasses of `forensics.ForensicsError`.
     """
@@ -69,12 +90,15 @@ class Table:
         storage_options: Mapping[str, str] | None = None,
         profile: str | None = None,
         spark_conf: Mapping[str, str] | None = None,
+        writer_conf: Mapping[str, str] | None = None,
         progress: Progress | None = None,
         _log: "DeltaLog | None" = None,
     ):
         if rules:
             check_profile(rules)
         self.rules = rules
+        self._writer_given = dict(writer_conf or {})
+        self._writer_conf = _writer_conf(self._writer_given)  # a bad value fails before anything is read
         self._master, self._remote, self._spark = master, remote, spark
         self._spark_conf = dict(spark_conf or {})
         self.store: RemoteTable | None = None
@@ -82,6 +106,7 @@ class Table:
         if _log is None:
             _log = self._open(str(uri), use_cache, storage_options, profile, progress)
         self._log = _log
+        self._writer_conf = _writer_conf(self._writer_given)  # with the config profile's writer_conf
         self._lock = threading.RLock()
         self._state: StateIndex | None = None
         self._evidence: dict[tuple[str | None, bool], Evidence] = {}
@@ -101,6 +126,7 @@ class Table:
             loc = parse_location(uri)
         prof = load_profile(profile) if profile or loc.is_remote else None
         self._spark_conf = {**(prof.spark_conf if prof else {}), **self._spark_conf}
+        self._writer_given = {**(prof.writer_conf if prof else {}), **self._writer_given}
         if not loc.is_remote:
             return DeltaLog.open(uri, use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
         from forensics.log.remote import mirror_table
@@ -112,7 +138,8 @@ class Table:
         return log
 
     @classmethod
-    def from_cache(cls, uri: str | Path, *, rules: str | None = None) -> "Table | None":
+    def from_cache(cls, uri: str | Path, *, rules: str | None = None,
+                   writer_conf: Mapping[str, str] | None = None) -> "Table | None":
         """The table as cached, without starting a JVM; None when the cache is missing or behind (a
         remote table is always looked at afresh: only the store knows whether it changed)."""
         from forensics.log.delta_log import DeltaLog
@@ -121,7 +148,7 @@ class Table:
         if parse_location(str(uri)).kind != "local":
             return None
         log = DeltaLog.open_cached(str(uri))
-        return None if log is None else cls(uri, rules=rules, _log=log)
+        return None if log is None else cls(uri, rules=rules, writer_conf=writer_conf, _log=log)
 
     def _spark_session(self) -> Any:
         if self._spark is not None:
@@ -131,6 +158,11 @@ class Table:
         return get_spark(master=self._master, remote=self._remote, conf=self._spark_conf)
 
     # ---- what the log is ------------------------------------------------------------
+
+    @property
+    def writer_conf(self) -> "WriterConf | None":
+        """The session settings of the writer being modelled, parsed as its Spark would (None: none given)."""
+        return self._writer_conf
 
     @property
     def location(self) -> str:
@@ -204,10 +236,12 @@ class Table:
         return history_frame(self._log.commits, start, end)
 
     def history_json(self, start: int | None = None, end: int | None = None) -> str:
-        """The `history --json` document (built column-wise: fast on 100k versions)."""
+        """The `history --json` document (built column-wise: fast on 100k versions), each row
+        led by the JSON contract's schema_version."""
         from forensics.log.history import history_json
+        from forensics.schemas import SCHEMA_VERSION
 
-        return history_json(self._log.commits, start, end)
+        return history_json(self._log.commits, start, end, SCHEMA_VERSION)
 
     def history_rows(self, start: int | None = None, end: int | None = None) -> list[dict[str, Any]]:
         """The `history --json` objects as Python dicts (what views render)."""
@@ -242,6 +276,7 @@ class Table:
         rows = [self.commit_sets(v).to_dict() for v in versions]
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
+    @_as_the_writer_ran
     def replay_report(self, *, isolation_level: str | None = None, versions: list[int] | None = None) -> "ReplayReport":
         """Every concurrency window through the rules: the verdicts with their checks and findings
         (replayed once per Table for each isolation level and version range)."""
@@ -276,6 +311,7 @@ class Table:
 
     # ---- single answers (dataclasses with to_dict) -------------------------------------
 
+    @_as_the_writer_ran
     def explain(self, version: int, *, isolation_level: str | None = None, error_file: str | None = None,
                 use_evidence: bool = True) -> "Explanation":
         """The story of one version: reads, winners, each check, the verdict, defeated attempts, advice."""
@@ -288,6 +324,7 @@ class Table:
         return explain_version(self._log, version, rules=self.rules, isolation_level=isolation_level,
                                state=self.state, defeated=defeated)
 
+    @_as_the_writer_ran
     def explain_error(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None,
                       read_version: int | None = None, failed_at: int | None = None, operation: str | None = None,
                       predicate: str | None = None, sql: str | None = None) -> "ErrorExplanation":
@@ -311,7 +348,11 @@ class Table:
         # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
         # text names no winner (then the attempts' replays point at it).
         ev = self.evidence(replay=not named)
-        return explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev, facts=facts)
+        exp = explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev, facts=facts)
+        from forensics.analysis.story import error_story
+
+        exp.story_lines = error_story(exp, self._log)  # the analysis stage tells what the evidence stage found
+        return exp
 
     def find_winner(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "WinnerMatch":
         """The winning commit an error text names (version, txnId, or timestamp and operation)."""
@@ -321,6 +362,7 @@ class Table:
         report = parse_error_text(error) if isinstance(error, str) else error
         return find_winner(self._log, report.winner, loser_window=window)
 
+    @_as_the_writer_ran
     def whatif(self, request: "WhatIfRequest | None" = None, **fields: Any) -> "WhatIfResult":
         """A hypothetical transaction: `whatif(read_version=3, operation="DELETE", predicate="...")`."""
         from forensics.replay.whatif import WhatIfRequest, whatif
@@ -332,6 +374,7 @@ class Table:
             check_profile(request.rules)
         return whatif(self._log, request, self.state)
 
+    @_as_the_writer_ran
     def evidence(self, *, replay: bool = True) -> "Evidence":
         """Orphan data files, stray commit files, and the aborted attempts they reveal."""
         from forensics.evidence import collect_evidence
@@ -364,6 +407,7 @@ class Table:
             tl.notes = [n for n in tl.notes if not n.startswith("aborted attempts not included")] + [why_not]
         return tl
 
+    @_as_the_writer_ran
     def counterfactual(self, *, isolation_level: str | None = None, partition_by: str | None = None,
                        baseline: "ReplayReport | None" = None) -> "Counterfactual":
         """What another isolation level or partitioning would have changed: conflicts that appear or vanish."""
@@ -380,28 +424,49 @@ class Table:
 
     def export(self, fmt: str, output: str | Path, *, from_version: int | None = None, to_version: int | None = None,
                with_evidence: bool = True, window: str = "1h", isolation_levels: list[str] | None = None,
-               partition_columns: list[str] | None = None) -> tuple[list[Path], "Timeline"]:
-        """Write the timeline as json/csv/parquet/chrome/mermaid/html, never under the table: the
-        files written and the timeline they hold."""
+               partition_columns: list[str] | None = None, redact: bool = False,
+               utc: bool | None = None) -> tuple[list[Path], "Timeline"]:
+        """Write the timeline as json/csv/parquet/chrome/mermaid/html (the post-mortem), never under the
+        table: the files written and the timeline they hold. `redact` replaces user names, e-mails,
+        notebook, cluster and job ids, bucket and host names with stable placeholders (user-1, ...)."""
         from forensics.export import check_output_path, write_export
 
         out = check_output_path(output, self.location)
         tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
-        stats = cfs = None
+        pm = None
         if fmt == "html":
             from forensics.analysis.stats import parse_window, table_stats
+            from forensics.export.postmortem import build_postmortem
 
             stats = table_stats(self._log, tl, parse_window(window), window).to_dict()
             base = self.replay_report()
             cfs = [self.counterfactual(isolation_level=lv, baseline=base).to_dict()
                    for lv in isolation_levels or ["Serializable", "WriteSerializable"]]
             cfs += [self.counterfactual(partition_by=c, baseline=base).to_dict() for c in partition_columns or []]
-        return write_export(tl, fmt, out, stats=stats, counterfactuals=cfs), tl
+            pm = build_postmortem(tl, self.explain, stats=stats, counterfactuals=cfs, utc=utc)
+        if redact:
+            from forensics.export.redact import Redactor
+
+            redactor = Redactor.for_table(self._log.commits, self.location)
+            tl, pm = redactor.timeline(tl), pm.redacted(redactor) if pm is not None else None
+        return write_export(tl, fmt, out, postmortem=pm, utc=utc), tl
 
     def __repr__(self) -> str:
         vs = self.versions
         span = f"v{vs[0]}..v{vs[-1]}" if vs else "no versions"
         return f"Table({self.location!r}, {span}, rules={self.rules or 'per commit'})"
+
+
+def _writer_conf(given: Mapping[str, str]) -> "WriterConf | None":
+    """The writer's settings parsed as its Spark would; a value it would refuse is a usage error."""
+    if not given:
+        return None
+    from forensics.rules.writer_conf import WriterConf
+
+    try:
+        return WriterConf.parse(given)
+    except ValueError as e:
+        raise ForensicsError(ExitCode.USAGE, f"writer setting {e}") from e
 
 
 def check_profile(name: str | None) -> None:

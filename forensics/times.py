@@ -29,15 +29,42 @@ def fmt_time(ms: int | None, utc: bool = False, *, offset: bool = True) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S") + (t.strftime("%z") if offset else "")
 
 
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_MIN_MS, _MAX_MS = -62_135_596_800_000, 253_402_300_799_999  # 0001-01-01 .. 9999-12-31T23:59:59.999
+
+
 def iso_utc(ms: int | None) -> str | None:
     """ISO 8601 in UTC with milliseconds (`2024-06-20T08:02:14.200Z`), for JSON and exports."""
     if ms is None:
         return None
     try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
+        t = _EPOCH + _dt.timedelta(milliseconds=int(ms))  # exact: no float seconds
+    except (OverflowError, OSError, ValueError, TypeError):
         return None
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def iso_key(key: str) -> str:
+    """The JSON key of a timestamp's ISO 8601 twin: `timestamp` -> `timestampIso`, `startMs` -> `startIso`."""
+    return (key[:-2] if key.endswith("Ms") else key) + "Iso"
+
+
+def with_iso(d: dict, *keys: str) -> dict:
+    """`d` with `<key>Iso` (iso_utc) right after each epoch-ms `key`: the JSON contract keeps both."""
+    out: dict = {}
+    for k, v in d.items():
+        out[k] = v
+        if k in keys:
+            out[iso_key(k)] = iso_utc(v)
+    return out
+
+
+def iso_utc_expr(ms):  # polars Expr -> Expr
+    """iso_utc as a polars expression (column-wise JSON writers); same text, null stays null."""
+    import polars as pl
+
+    text = pl.from_epoch(ms, time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+    return pl.when(ms.is_between(_MIN_MS, _MAX_MS)).then(text)  # years 1..9999, as datetime allows
 
 
 def local_offset() -> str:

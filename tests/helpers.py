@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import os
 import stat
 from pathlib import Path
@@ -29,8 +30,47 @@ def tree_state(root: Path) -> dict[str, tuple]:
     return out
 
 
+def spark_event_log(error_text: str, path: Path) -> Path:
+    """A Spark event log whose failed SQL execution (id 7, `MERGE INTO t`) ended with `error_text`,
+    started 20 s before and ended 5 s after the timestamp of the winner the text quotes (if any)."""
+    import re
+
+    m = re.search(r'"timestamp":(\d+)', error_text)
+    ts = int(m.group(1)) if m else 1_718_870_534_200
+    events = [
+        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", "executionId": 7,
+         "description": "MERGE INTO t", "time": ts - 20_000},
+        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", "executionId": 7,
+         "time": ts + 5_000, "errorMessage": error_text},
+    ]
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    return path
+
+
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         rc = main(argv)
     return rc, out.getvalue(), err.getvalue()
+
+
+SNAPSHOT_DIR = Path(__file__).parent / "__snapshots__" / "cli"
+UPDATE_SNAPSHOTS = "DELTA_FORENSICS_UPDATE_SNAPSHOTS"
+
+
+def assert_text_snapshot(name: str, text: str) -> None:
+    """`text` equals tests/__snapshots__/cli/<name>.txt (trailing spaces aside); with
+    DELTA_FORENSICS_UPDATE_SNAPSHOTS=1 the file is (re)written instead. A missing file fails."""
+    import difflib
+
+    path = SNAPSHOT_DIR / f"{name}.txt"
+    got = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+    if os.environ.get(UPDATE_SNAPSHOTS) == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(got, encoding="utf-8")
+        return
+    assert path.exists(), f"no snapshot {path}; run with {UPDATE_SNAPSHOTS}=1 to write it, then review it"
+    want = "\n".join(line.rstrip() for line in path.read_text(encoding="utf-8").splitlines()) + "\n"
+    if got != want:
+        diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), f"{name}.txt (stored)", f"{name}.txt (now)"))
+        raise AssertionError(f"snapshot {name} differs ({UPDATE_SNAPSHOTS}=1 rewrites it after review):\n{diff}")

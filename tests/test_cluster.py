@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from forensics.log.history import history_rows
+from forensics import Table, json_document
 from forensics.log.delta_log import DeltaLog
 from forensics.replay.windows import replay_table
 
@@ -117,13 +117,13 @@ def _cli(args: list[str], tmp: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def _local_history(table: Path) -> list:
-    log = DeltaLog.open(str(table), use_cache=False)
-    return json.loads(json.dumps(history_rows(log.commits), default=str))
+    """What `history --json` prints in local mode (the same documents, schema_version and ISO twins included)."""
+    return json.loads(Table(str(table), use_cache=False).history_json())
 
 
 def _local_replay(table: Path) -> dict:
     log = DeltaLog.open(str(table), use_cache=False)
-    return json.loads(json.dumps(replay_table(log).to_dict(), default=str))
+    return json.loads(json.dumps(json_document("replay", replay_table(log).to_dict()), default=str))
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from forensics.conformance.cases import (
     ANY_CONFLICT,
     COMMIT_KEYS,
     DELTA_RS_READ_VERSION_OPS,
+    DOC_SOURCE_KEYS,
     ENGINES,
     EXPECTED_KEYS,
     FORMAT,
@@ -25,6 +26,7 @@ from forensics.conformance.cases import (
     TRANSACTION_KEYS,
     WHATIF_KEYS,
     WINNER_KEYS,
+    engine_info,
     load_scenarios,
     materialize_scenario,
     outcome_agrees,
@@ -84,13 +86,13 @@ def test_shipped_data_validates(scenarios):
         assert required <= set(s), s["id"]
         assert s["engine"] in ENGINES, s["id"]
         assert s["expected"]["outcome"] in ("commit", *ENGINES[s["engine"]].outcomes), s["id"]
-        assert set(s["source"]) == set(SOURCE_KEYS) and all(s["source"].values()), s["id"]
+        assert set(s["source"]) == set(ENGINES[s["engine"]].source_keys) and all(s["source"].values()), s["id"]
     assert len({s["id"] for s in scenarios}) == len(scenarios)
 
 
 def test_readme_documents_the_format():
     text = SCENARIO_README.read_text()
-    keys = [*SCENARIO_KEYS, *SOURCE_KEYS, *TRANSACTION_KEYS, *COMMIT_KEYS, *READ_KEYS, *WINNER_KEYS, *EXPECTED_KEYS,
+    keys = [*SCENARIO_KEYS, *SOURCE_KEYS, *DOC_SOURCE_KEYS, *TRANSACTION_KEYS, *COMMIT_KEYS, *READ_KEYS, *WINNER_KEYS, *EXPECTED_KEYS,
             *WHATIF_KEYS]
     assert [k for k in keys if f"`{k}`" not in text and f'"{k}"' not in text] == []
     assert all(f"`{e}`" in text for e in ENGINES)
@@ -120,6 +122,8 @@ def test_readme_documents_the_format():
      "both not expressible and a known difference"),
     (lambda s: s["transaction"].update(operation=None), "needs `commit.operation`"),
     (lambda s: s["expected"].update(winning_commit=2), "winning_commit"),
+    (lambda s: s.update(runtime="14.3.x-scala2.12"), "runtime is a Databricks scenario's runtime"),
+    (lambda s: s.update(clustering_columns=["x"]), "clustering_columns"),
 ])
 def test_validator_rejects(scenarios, mutate, problem):
     s = copy.deepcopy(_by_id(scenarios, "spark-legacy-disjoint-partitions"))
@@ -127,6 +131,61 @@ def test_validator_rejects(scenarios, mutate, problem):
     mutate(s)
     problems = validate_scenario(s)
     assert any(problem in p for p in problems), problems
+
+
+@pytest.mark.parametrize("mutate, problem", [
+    (lambda s: s.update(runtime="14.3"), "runtime is a Databricks scenario's runtime"),
+    (lambda s: s["source"].pop("row"), "source needs exactly ['url', 'page', 'table', 'row']"),
+    (lambda s: s.update(source={"repo": "r", "commit": "c", "file": "f", "test": "t"}), "source needs exactly"),
+    (lambda s: s.update(clustering_columns=["nope"]), "clustering_columns"),
+])
+def test_validator_rejects_databricks(scenarios, mutate, problem):
+    """A Databricks scenario names a documentation row, and the runtime its engineInfo writes."""
+    s = copy.deepcopy(_by_id(scenarios, "dbr-133-delete-delete-other-rows"))
+    assert validate_scenario(s) == []
+    mutate(s)
+    assert any(problem in p for p in validate_scenario(s)), validate_scenario(s)
+
+
+# The two conflict matrices of the Databricks page "Row-level concurrency" (conflict-rules §11.3): every
+# cell is a scenario, and a cell whose answer depends on the data has both a conflicting case and a
+# sibling that commits.
+_CELLS = {
+    "INSERT x INSERT": {"commit"},
+    "UPDATE, DELETE, MERGE INTO x INSERT": {"commit", "conflict"},
+    "UPDATE, DELETE, MERGE INTO x UPDATE, DELETE, MERGE INTO": {"commit", "conflict"},
+    "OPTIMIZE x INSERT": {"commit"},
+    "OPTIMIZE x UPDATE, DELETE, MERGE INTO": {"commit", "conflict"},
+    "OPTIMIZE x OPTIMIZE": {"commit", "conflict"},
+}
+
+
+def test_databricks_matrices_row_by_row(scenarios):
+    dbr = [s for s in scenarios if s["engine"] == "databricks"]
+    for s in dbr:
+        assert s["source"]["url"].startswith("https://docs.databricks.com/"), s["id"]
+    for matrix in ("Conflict matrix with row-level concurrency", "Conflict matrix without row-level concurrency"):
+        rows = [s for s in dbr if s["source"]["table"] == matrix]
+        for cell, outcomes in _CELLS.items():
+            seen = {"commit" if s["expected"]["outcome"] == "commit" else "conflict"
+                    for s in rows if s["source"]["row"].startswith(cell + ":") or s["source"]["row"].startswith(cell + ",")}
+            assert seen == outcomes, (matrix, cell, seen)
+    levels = {(s["source"]["table"], s["isolation"]["table"]) for s in dbr}
+    assert {lv for _, lv in levels} == {"Serializable", "WriteSerializable"}
+    runtimes = {s.get("runtime", "14.3.x-scala2.12") for s in dbr}
+    assert {"13.3.x-scala2.12", "14.2.x-scala2.12", "14.2.x-photon-scala2.12", "14.3.x-scala2.12"} <= runtimes
+    assert any(s.get("clustering_columns") for s in dbr)  # liquid clustering
+
+
+def test_databricks_log_is_a_runtime_log(scenarios, tmp_path):
+    """Version 0 of a liquid table: managed CREATE with clusterBy, the delta.clustering domain, statsOnLoad."""
+    s = _by_id(scenarios, "dbr-liquid-delete-delete-other-rows")
+    v0 = _log(materialize_scenario(s, tmp_path))[0]
+    ci = _commit_info(v0)
+    assert ci["operationParameters"]["clusterBy"] == '["id"]' and ci["operationParameters"]["isManaged"] == "true"
+    assert ci["isolationLevel"] == "WriteSerializable" and ci["tags"] == {"restoresDeletedRows": "false"}
+    dom = next(a["domainMetadata"] for a in v0 if "domainMetadata" in a)
+    assert dom["domain"] == "delta.clustering" and json.loads(dom["configuration"])["clusteringColumns"] == [["id"]]
 
 
 def test_validator_rejects_other_formats_and_duplicate_ids(scenarios):
@@ -209,7 +268,7 @@ def test_materialize_writes_setup_winners_and_the_transaction(scenarios, tmp_pat
             assert next(iter(actions[0])) == "commitInfo", (s["id"], version)
             assert sorted(next(iter(a)) for a in actions[1:]) == sorted(next(iter(a)) for a in w["actions"])
             ci = _commit_info(actions)
-            assert ci["engineInfo"] == ENGINES[s["engine"]].engine_info
+            assert ci["engineInfo"] == engine_info(s)
             for a in actions[1:]:
                 if "add" in a:
                     assert {"size", "modificationTime"} <= set(a["add"])
@@ -235,6 +294,15 @@ def test_transaction_commit_in_each_engines_form(scenarios, tmp_path):
             assert ("readVersion" in ci) == (op in DELTA_RS_READ_VERSION_OPS), s["id"]
             if "readVersion" in ci:
                 assert ci["readVersion"] == 0
+        elif s["engine"] == "databricks":
+            # delta-spark's commitInfo plus what a runtime adds (conflict-rules §8.1, §11)
+            assert ci["readVersion"] == 0 and ci["isolationLevel"] == s["isolation"]["transaction"], s["id"]
+            assert isinstance(ci["isBlindAppend"], bool) and ci["txnId"], s["id"]
+            assert {"clusterId", "userId", "userName", "notebook", "operationMetrics"} <= set(ci), s["id"]
+            assert ci["engineInfo"] == f"Databricks-Runtime/{s.get('runtime', '14.3.x-scala2.12')}", s["id"]
+            assert all(isinstance(v, str) for v in ci["operationMetrics"].values()), s["id"]
+            if op == "WRITE":
+                assert ci["operationParameters"]["statsOnLoad"] is False, s["id"]
         else:
             assert "readVersion" not in ci and "isolationLevel" not in ci and ci["isBlindAppend"] is False, s["id"]
         seen.add(s["engine"])
@@ -350,12 +418,12 @@ def test_profiles_follow_each_engines_engine_info(report):
 
 @pytest.mark.slow
 def test_counts_per_engine_add_up(report):
-    assert report["summary"] == (f"{report['explain_agree']} of {report['total']} agree through explain, "
-                                 f"{report['whatif_agree']} of {report['total']} through whatif, "
+    assert report["summary"] == (f"{report['explainAgree']} of {report['total']} agree through explain, "
+                                 f"{report['whatifAgree']} of {report['total']} through whatif, "
                                  f"{report['documented']} with a documented reason")
-    assert sum(n["total"] for n in report["by_engine"].values()) == report["total"]
-    assert sum(n["explain_agree"] for n in report["by_engine"].values()) == report["explain_agree"]
-    assert sum(n["whatif_agree"] for n in report["by_engine"].values()) == report["whatif_agree"]
+    assert sum(n["total"] for n in report["byEngine"].values()) == report["total"]
+    assert sum(n["explainAgree"] for n in report["byEngine"].values()) == report["explainAgree"]
+    assert sum(n["whatifAgree"] for n in report["byEngine"].values()) == report["whatifAgree"]
 
 
 @pytest.mark.slow
@@ -381,7 +449,7 @@ def test_cli_runs_a_scenario_file(spark, scenarios, tmp_path, capsys):
     f = _write_doc(tmp_path / "two.json", [_by_id(scenarios, "rs-delete-read"), _by_id(scenarios, "rs-append-append")])
     assert main(["conformance", "--cases", str(f), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert (out["total"], out["explain_agree"], out["whatif_agree"], out["documented"]) == (2, 1, 2, 1)
+    assert (out["total"], out["explainAgree"], out["whatifAgree"], out["documented"]) == (2, 1, 2, 1)
     assert out["cases"][1]["explain"]["status"] == NOT_EXPRESSIBLE  # delta-rs WRITE records no readVersion
     assert main(["conformance", "--cases", str(f), "--strict"]) == 0
     text = capsys.readouterr().out

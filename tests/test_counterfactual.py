@@ -62,13 +62,13 @@ def test_replay_cli_shows_the_diff(sample_logs, b_versions, capsys):
     d = json.loads(capsys.readouterr().out)
     cf = d["counterfactual"]
     assert set(cf) >= {"appear", "vanish", "unknown"}
-    assert [(c["version"], c["exception"], c["winning_version"]) for c in cf["appear"]] == [(delete, "ConcurrentAppendException", insert)]
+    assert [(c["version"], c["exception"], c["winningVersion"]) for c in cf["appear"]] == [(delete, "ConcurrentAppendException", insert)]
     assert main(["replay", table, "--isolation-level", "Serializable", "-q"]) == 0
     out = capsys.readouterr().out
     assert f"v{delete}: would abort with ConcurrentAppendException against v{insert}" in out
     assert "anomaly" not in out and "too coarsely" not in out  # a scenario's abort is not an anomaly of the log
     assert [c["after"] for c in cf["appear"] if c["kind"] == "conflict"] == ["would abort"]
-    assert cf["counts"].get("would_abort") == 1 and "anomaly" not in cf["counts"]
+    assert cf["counts"].get("wouldAbort") == 1 and "anomaly" not in cf["counts"]
     assert main(["replay", table, "--partition-by", "no_such_column", "-q"]) == 2
     assert main(["replay", table, "--partition-by", "date", "-q"]) == 2  # already a partition column
 

@@ -64,8 +64,8 @@ def test_delta_rs_sample(spark, sample_logs):
     assert code == 0
     assert tree_state(d / "table") == before, "evidence must not write under the table path"
     j = json.loads(out)
-    assert set(j["orphan_files"]) == written == independent_orphans(d / "table")
-    assert j["unknown_files"] == [] and j["stray_commit_files"] == []
+    assert set(j["orphanFiles"]) == written == independent_orphans(d / "table")
+    assert j["unknownFiles"] == [] and j["strayCommitFiles"] == []
     got = {tuple(sorted(a["files"])): a for a in j["attempts"]}
     assert len(got) == len(attempts)
     exc_of = {"a concurrent transactions added new data": "ConcurrentAppendException",
@@ -74,10 +74,10 @@ def test_delta_rs_sample(spark, sample_logs):
         g = got[tuple(sorted(a["files_written"]))]
         col, val = a["partition"].split("=", 1)
         assert g["partitions"] == [{col: val}]
-        assert g["first_seen"] <= g["last_seen"] and g["concurrent_versions"]
+        assert g["firstSeen"] <= g["lastSeen"] and g["concurrentVersions"]
         # the real error of this attempt (attempts.json) names the rule; the replay must agree
         expected = next(v for k, v in exc_of.items() if k in a["error"])
-        assert g["likely_exception"] == expected, g["why"]
+        assert g["likelyException"] == expected, g["why"]
         assert g["why"].startswith("inferred")
 
 
@@ -91,22 +91,22 @@ def test_spark_format_incidents(spark, sample_logs, name):
     code, out = run_cli(["evidence", str(d / "table"), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
-    assert set(j["orphan_files"]) == named == independent_orphans(d / "table")
+    assert set(j["orphanFiles"]) == named == independent_orphans(d / "table")
     (att,) = j["attempts"]
     assert set(att["files"]) == named
     exc = re.match(r"io\.delta\.exceptions\.(\w+):", (d / "error.txt").read_text()).group(1)
     # These logs were assembled: their files' mtimes are the assembly time, so no time window can be drawn
     # (the output says so); the replay can still tell the exception for each of them.
-    assert j["file_times_trusted"] is False
-    assert att["likely_exception"] == exc, att["why"]
+    assert j["fileTimesTrusted"] is False
+    assert att["likelyException"] == exc, att["why"]
 
 
 def test_no_orphans_in_clean_tables(spark, sample_logs):
     for name in ("quickstart", "b-writeserializable-reorder"):
         code, out = run_cli(["evidence", str(sample_logs / name / "table"), "--json", "-q"])
         j = json.loads(out)
-        assert set(j["orphan_files"]) == independent_orphans(sample_logs / name / "table")
-        assert j["orphan_files"] == []
+        assert set(j["orphanFiles"]) == independent_orphans(sample_logs / name / "table")
+        assert j["orphanFiles"] == []
         assert j["attempts"] == []
 
 
@@ -128,13 +128,13 @@ def test_stray_commit_and_symlink(spark, sample_logs, tmp_path):
     code, out = run_cli(["evidence", str(t), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
-    (s,) = j["stray_commit_files"]
+    (s,) = j["strayCommitFiles"]
     assert s["kind"] == "temporary" and s["version"] == 3 and s["operation"] == "MERGE" and s["readVersion"] == 2
     assert s["adds"] == [orphan]
-    assert j["orphan_files"] == [orphan]  # the symlinked directory is not followed
+    assert j["orphanFiles"] == [orphan]  # the symlinked directory is not followed
     (att,) = j["attempts"]
-    assert att["stray_commit"] == s["file"] and att["read_version"] == 2
-    assert att["likely_exception"] == "ConcurrentAppendException"  # error.txt of (a)
+    assert att["strayCommit"] == s["file"] and att["readVersion"] == 2
+    assert att["likelyException"] == "ConcurrentAppendException"  # error.txt of (a)
 
 
 def test_real_delta_rs_conflict(spark, tmp_path):
@@ -167,9 +167,9 @@ def test_real_delta_rs_conflict(spark, tmp_path):
     code, out = run_cli(["evidence", path, "--json", "-q"])
     assert code == 0
     j = json.loads(out)
-    assert set(j["orphan_files"]) == expected
-    assert j["file_times_trusted"] is True
+    assert set(j["orphanFiles"]) == expected
+    assert j["fileTimesTrusted"] is True
     parts = sorted({p["day"] for a in j["attempts"] for p in a["partitions"]})
     assert parts == sorted({f.split("/")[0].split("=")[1] for f in expected})
     for a in j["attempts"]:
-        assert a["likely_exception"] in ("ConcurrentAppendException", "ConcurrentDeleteReadException"), a["why"]
+        assert a["likelyException"] in ("ConcurrentAppendException", "ConcurrentDeleteReadException"), a["why"]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli.main import main
+from helpers import spark_event_log
 
 RULE_FROM_SLUG = {
     "concurrent-append": "ConcurrentAppendException",
@@ -77,7 +78,7 @@ def test_corpus_without_table(shared_dir, tmp_path):
         d = json.loads(out)
         assert d["recognized"] is True
         assert d["exception"] == exc, p.name
-        assert d["winning_version"] is None and d["replay"] is None
+        assert d["winningVersion"] is None and d["replay"] is None
         seen_pos += 1
     assert seen_neg >= 4 and seen_pos >= 12
 
@@ -119,14 +120,14 @@ def test_sample_incident(spark, sample_logs, name):
     assert code == 0
     j = json.loads(out)
     assert j["exception"] == exc
-    assert j["winning_version"] == winner[0]
-    assert j["winner_match"]["how"] == "txnId" and not j["winner_match"]["ambiguous"]
+    assert j["winningVersion"] == winner[0]
+    assert j["winnerMatch"]["how"] == "txnId" and not j["winnerMatch"]["ambiguous"]
     assert j["replay"]["verdict"] == "abort" and j["replay"]["exception"] == exc
-    assert j["replay"]["winning_version"] == winner[0]
+    assert j["replay"]["winningVersion"] == winner[0]
     if part:
         assert j["partition"] == {part.group(1): part.group(2)}
         assert j["replay"]["partition"] == {part.group(1): part.group(2)}
-    assert j["advice"] and all(isinstance(a, str) for a in j["advice"])
+    assert j["advice"] and all(set(a) == {"title", "detail", "evidence", "example"} for a in j["advice"])  # explain's advice records
 
 
 def test_sample_merge_advice_rewrites_condition(spark, sample_logs):
@@ -134,7 +135,7 @@ def test_sample_merge_advice_rewrites_condition(spark, sample_logs):
     code, out = run_cli(["explain-error", str(d / "table"), "--error-file", str(d / "error.txt"), "--json", "-q"])
     j = json.loads(out)
     # README: the loser merged into 2024-06-18 (its orphan file is there); the rewrite names that value
-    assert any("date = '2024-06-18'" in a for a in j["advice"]), j["advice"]
+    assert any("date = '2024-06-18'" in a["detail"] for a in j["advice"]), j["advice"]
 
 
 def test_delta_rs_incident(spark, sample_logs, tmp_path):
@@ -155,11 +156,11 @@ def test_delta_rs_incident(spark, sample_logs, tmp_path):
     assert code == 0
     j = json.loads(out)
     assert j["family"] == "delta-rs" and j["exception"] == "ConcurrentAppendException"
-    assert j["winning_version"] == expect
-    assert expect in j["winner_match"]["candidates"]
+    assert j["winningVersion"] == expect
+    assert expect in j["winnerMatch"]["candidates"]
     # two attempts failed with this very text (attempts.json): the match must say it is ambiguous
     same_text = [a for a in attempts if a["error"] == first["error"]]
-    assert j["winner_match"]["ambiguous"] == (len(same_text) > 1)
+    assert j["winnerMatch"]["ambiguous"] == (len(same_text) > 1)
     assert j["replay"]["partition"] == {col: val}
 
 
@@ -224,39 +225,30 @@ def test_release_families(spark, synth_table, tmp_path, family, drop_txn):
         same = [u for u, acts in commits.items() if commit_info(acts).get("timestamp") == ci["timestamp"]
                 and commit_info(acts).get("operation") == ci["operation"]]
         if family == "4.1":
-            assert j["winner_match"]["how"] == "version" and j["winning_version"] == v
+            assert j["winnerMatch"]["how"] == "version" and j["winningVersion"] == v
         elif not drop_txn:
-            assert j["winner_match"]["how"] == "txnId" and j["winning_version"] == v
+            assert j["winnerMatch"]["how"] == "txnId" and j["winningVersion"] == v
         elif len(same) == 1:
-            assert j["winner_match"]["how"].startswith("timestamp") and j["winning_version"] == v
+            assert j["winnerMatch"]["how"].startswith("timestamp") and j["winningVersion"] == v
         else:
-            assert j["winner_match"]["ambiguous"] and v in j["winner_match"]["candidates"]
-        if j["winning_version"] is not None:
+            assert j["winnerMatch"]["ambiguous"] and v in j["winnerMatch"]["candidates"]
+        if j["winningVersion"] is not None:
             assert j["replay"]["exception"] == "ConcurrentAppendException"
-            assert j["replay"]["winning_version"] == v
+            assert j["replay"]["winningVersion"] == v
 
 
 def test_event_log_window(spark, sample_logs, tmp_path):
     """A Spark event log whose failed execution carries (a)'s text: its start/end bound the winner."""
     d = sample_logs / "a-merge-partitions"
     text = (d / "error.txt").read_text()
-    ts = int(re.search(r'"timestamp":(\d+)', text).group(1))
-    events = [
-        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", "executionId": 7,
-         "description": "MERGE INTO t", "time": ts - 20_000},
-        {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd", "executionId": 7,
-         "time": ts + 5_000, "errorMessage": text},
-    ]
-    ev = tmp_path / "events"
-    ev.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    ev = spark_event_log(text, tmp_path / "events")
     code, out = run_cli(["explain-error", str(d / "table"), "--event-log", str(ev), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
     (f,) = j["failures"]
     assert f["execution"]["id"] == 7 and f["exception"] == "ConcurrentAppendException"
     txn = re.search(r'"txnId":"([0-9a-f-]{36})"', text).group(1)
-    assert f["winning_version"] == [v for v, a in raw_commits(d / "table").items() if commit_info(a).get("txnId") == txn][0]
+    assert f["winningVersion"] == [v for v, a in raw_commits(d / "table").items() if commit_info(a).get("txnId") == txn][0]
     # an event log with no Delta conflict: exit 8
-    bad = tmp_path / "bad"
-    bad.write_text(json.dumps({**events[1], "errorMessage": "java.lang.OutOfMemoryError: heap"}) + "\n")
+    bad = spark_event_log("java.lang.OutOfMemoryError: heap", tmp_path / "bad")
     assert run_cli(["explain-error", "--event-log", str(bad)])[0] == 8

@@ -95,7 +95,7 @@ def test_cli_flags_for_the_loser(tmp_path, repo_root):
     out = subprocess.run([*base, "--read-version", str(read), "--sql", "DELETE FROM t WHERE id = 12"],
                          capture_output=True, text=True, cwd=repo_root, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert f'"winning_version": {compaction}' in out.stdout and "as stated: DELETE" in out.stdout
+    assert f'"winningVersion": {compaction}' in out.stdout and "as stated: DELETE" in out.stdout
     bad = subprocess.run([*base, "--failed-at", "yesterday"], capture_output=True, text=True, cwd=repo_root, timeout=300)
     assert bad.returncode == 2 and "--failed-at" in bad.stderr and "Traceback" not in bad.stderr
     bad_sql = subprocess.run([*base, "--sql", "SELECT 1"], capture_output=True, text=True, cwd=repo_root, timeout=300)

@@ -295,6 +295,151 @@ def test_html_report_self_contained_and_escaped(logs, tmp_path, sample_logs):
     assert "&lt;script&gt;" in h
 
 
+# --------------------------------------------------------------------------------------
+# HTML: the post-mortem (story, timeline, verdicts, advice, then statistics), checked against the commit files
+# --------------------------------------------------------------------------------------
+
+SECTIONS = ('<p class="story">', "<h2>Timeline</h2>", "<h2>Verdicts</h2>", "<h2>What to change</h2>", "<h2>Statistics</h2>",
+            "<h2>Counterfactuals</h2>")
+
+
+def _resources(h: str) -> list[str]:
+    """What a browser would fetch, from the parsed document (not a text search: log strings may say `href=`)."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag in ("script", "link", "img", "iframe", "object", "embed", "image", "use", "audio", "video", "source"):
+                found.append(tag)
+            for k, v in attrs:
+                if k in ("src", "href", "xlink:href", "action", "poster", "data", "srcset") and v and not v.startswith("#"):
+                    found.append(f"{k}={v}")
+                if k == "style" and v and "url(" in v:
+                    found.append(v)
+
+        def handle_data(self, data):
+            if "@import" in data or "url(" in data.replace("url(#", ""):
+                found.append(data[:80]) if self.lasttag == "style" else None
+
+    P().feed(h)
+    return found
+
+
+def _rows(h: str, cls: str) -> list[list[str]]:
+    """The cells of an HTML table of the report, unescaped (the header row left out)."""
+    import html as _html
+
+    body = re.search(rf'<table class="{cls}">(.*?)</table>', h, re.S).group(1)
+    return [[_html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)[1:]]
+
+
+def _story(h: str) -> str:
+    import html as _html
+
+    return _html.unescape(re.search(r'<p class="story">(.*?)</p>', h, re.S).group(1))
+
+
+def copy_with_commit_info(src: Path, dst: Path, edit) -> Path:
+    """A real copy of a table whose commits' commitInfo `edit(version, commitInfo)` changes in place."""
+    shutil.copytree(src, dst)
+    for f in sorted((dst / "_delta_log").glob("*.json")):
+        if re.fullmatch(r"\d{20}\.json", f.name):
+            lines = [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+            for d in lines:
+                if "commitInfo" in d:
+                    edit(int(f.name[:20]), d["commitInfo"])
+            f.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    return dst
+
+
+def _reorder_b(table: Path) -> tuple[int, int]:
+    """(the DELETE, the blind append in its window) of incident (b), from the commit files."""
+    cis = commit_infos(table)
+    delete = next(v for v, c in cis.items() if c.get("operation") == "DELETE")
+    insert = next(v for v, c in cis.items() if c.get("isBlindAppend") and cis[delete]["readVersion"] < v < delete)
+    return delete, insert
+
+
+def _html_export(table: Path, out: Path, *extra: str) -> str:
+    assert _cli(["export", str(table), "-f", "html", "-o", str(out), "-q", "--utc", *extra]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_html_postmortem_story_verdicts_advice(sample_logs, tmp_path, spark):
+    table = sample_logs / "b-writeserializable-reorder" / "table"
+    h = _html_export(table, tmp_path / "b.html")
+    at = [h.index(x) for x in SECTIONS]
+    assert at == sorted(at), "sections out of order"
+    cis = commit_infos(table)
+    delete, insert = _reorder_b(table)
+    # every replayed commit (readVersion older than the version before it), one row each, in version order
+    stale = [v for v, c in sorted(cis.items()) if c.get("readVersion") is not None and c["readVersion"] < v - 1]
+    rows = _rows(h, "verdicts")
+    assert [r[0] for r in rows] == [f"v{v}" for v in stale] == [f"v{delete}"]
+    version, _committed, writer, op, rv, verdict, winner, rule, _sure = rows[0]
+    assert (op, rv, verdict, winner) == (cis[delete]["operation"], str(cis[delete]["readVersion"]), "reordered", f"v{insert} (forgiven)")
+    assert writer == f"cluster {cis[delete]['clusterId']}" and "forgiven" in rule and "WriteSerializable" in rule
+    # the story: who, when, the other commit, the rule, how sure, the fix; the terminal's own words
+    story = _story(h)
+    assert f"v{delete} DELETE" in story and f"v{insert} WRITE" in story and cis[delete]["userName"] in story
+    assert "2024-06-25 08:04:18Z" in story  # the DELETE's commitInfo.timestamp 1719302658000, in UTC (--utc)
+    assert "WriteSerializable" in story and "How sure" in story and "What to change" in story
+    from forensics import Table
+
+    ex = Table(table).explain(delete)
+    assert ex.advice and all(a.title in h for a in ex.advice)  # the advice section: explain's advice, every piece
+    assert "§" not in h and "conflict-rules" not in h and "[superset]" not in h and "{&#x27;" not in h
+
+
+def test_html_postmortem_of_an_anomaly(sample_logs, tmp_path, spark):
+    """Incident (b) with the DELETE recorded at Serializable: the blind append is no longer forgiven."""
+    src = sample_logs / "b-writeserializable-reorder" / "table"
+    delete, insert = _reorder_b(src)
+    table = copy_with_commit_info(src, tmp_path / "table",
+                                  lambda v, ci: ci.update(isolationLevel="Serializable") if v == delete else None)
+    h = _html_export(table, tmp_path / "a.html")
+    [row] = _rows(h, "verdicts")
+    assert row[0] == f"v{delete}" and row[5] == "anomaly" and row[6] == f"v{insert}"
+    assert "concurrent append" in row[7] and "ConcurrentAppendException" in row[7]
+    story = _story(h)
+    assert "ConcurrentAppendException" in story and f"v{insert}" in story
+    assert '<ul class="advice">' in h
+
+
+def test_html_postmortem_of_aborted_attempts(sample_logs, tmp_path, spark):
+    from forensics.synth.mtimes import restore_in_place
+
+    inc = sample_logs / "f-delta-rs-aborted"
+    restore_in_place(inc)  # a checkout resets file times; the evidence reads them
+    truth = json.loads((inc / "attempts.json").read_text())
+    h = _html_export(inc / "table", tmp_path / "f.html")
+    rows = _rows(h, "attempts")
+    assert len(rows) == len(truth)
+    wrote = sorted(r[4] for r in rows)
+    assert wrote == sorted(f"1 file(s) in {a['partition']}" for a in truth)
+    story = _story(h)
+    assert "aborted" in story and all(a["partition"] in story for a in truth)  # three attempts: all three told
+    for r in rows:
+        assert r[5].startswith("v") and ("Concurrent" in r[6])
+
+
+def test_html_postmortem_offline_with_urls_in_the_log(sample_logs, tmp_path, spark):
+    """URLs in log strings are text, never a resource; redacted they name no host."""
+    evil = '"><img src="https://evil.example/x.png"><link rel=stylesheet href=http://evil.example/a.css>'
+    table = copy_with_commit_info(sample_logs / "b-writeserializable-reorder" / "table", tmp_path / "table",
+                                  lambda v, ci: ci.update(clusterId=evil))
+    h = _html_export(table, tmp_path / "u.html")
+    assert _resources(h) == []
+    assert "&lt;img src=&quot;https://evil.example/x.png&quot;&gt;" in h  # shown, escaped, as text
+    r = _html_export(table, tmp_path / "r.html", "--redact")
+    assert _resources(r) == [] and "evil.example" not in r and "cluster cluster-1" in r  # the whole clusterId is one identity
+    plain = _html_export(sample_logs / "b-writeserializable-reorder" / "table", tmp_path / "b.html")
+    assert _resources(plain) == [] and "http://" not in plain and "https://" not in plain
+
+
 def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     """Decode an 8-bit RGB/RGBA PNG (what Chromium writes) without PIL: (width, height, rows)."""
     data = path.read_bytes()

@@ -303,8 +303,8 @@ def test_a_copied_commit_file_is_not_concurrency(tmp_path):
     verdict = table.replay_report().verdicts[3]
     assert verdict.verdict == "skipped" and "a copy of v1" in verdict.why
     st = table.stats_report(with_evidence=False).to_dict()
-    assert st["totals"]["stale_windows"] == 0
-    assert max(c["max_concurrent"] for c in st["concurrency"]) == 1  # sequential: windows only touch
+    assert st["totals"]["staleWindows"] == 0
+    assert max(c["maxConcurrent"] for c in st["concurrency"]) == 1  # sequential: windows only touch
 
 
 def test_sync_identity_reads_the_whole_table(tmp_path):
@@ -343,3 +343,120 @@ def test_delta_rs_double_compaction_by_release(tmp_path):
     assert (older.verdict, older.exception) == ("anomaly", "ConcurrentDeleteDeleteException"), older.why
     oldest = Table(path, rules="delta-rs@1.2.1").replay_report().verdicts[v]
     assert (oldest.verdict, oldest.exception) == ("anomaly", "ConcurrentDeleteReadException"), oldest.why
+
+
+# ---- TRUNCATE, ROW TRACKING BACKFILL, delta-rs isolation per winner (issue 14) -------------------
+
+def _truncate_race(root: Path, *, recorded_blind: bool) -> tuple[SparkTable, int, list]:
+    """v0 CTAS (2024-01-01, 2024-01-02); v1 a blind append to 2024-01-03 (read v0); v2 TRUNCATE TABLE
+    that read v0, as TruncateDeltaTableCommand (delta-spark v4.3+) commits it: no parameters, every file
+    removed, its removal metrics."""
+    t = SparkTable(root / "t", "Apache-Spark/4.1.0 Delta-Lake/4.3.0", seed=31, start_ms=T0)
+    files = [t.data_file("2024-01-01", [1, 2]), t.data_file("2024-01-02", [3], task=1)]
+    t.create_as_select(files)
+    t.tick(1_000)
+    t.append([t.data_file("2024-01-03", [4])], 0)
+    t.tick(1_000)
+    metrics = {"numRemovedFiles": "2", "numRemovedBytes": str(sum(f.size for f in files)), "numDeletedRows": "3",
+               "executionTimeMs": "412"}
+    v = t.commit("TRUNCATE", {}, [f.remove(t.now - 100) for f in files], 0, blind=recorded_blind, metrics=metrics)
+    return t, v, files
+
+
+@pytest.mark.parametrize("recorded_blind", [False, True])
+def test_truncate_reads_every_file_and_is_never_a_blind_append(tmp_path, recorded_blind):
+    """TRUNCATE TABLE reads through filterFiles(Seq.empty): partition predicate TRUE, every file, so a
+    concurrent append into any partition aborts it (ConcurrentAppendException). delta-spark records
+    isBlindAppend=false for it; a commit that says true (no delta-spark TRUNCATE writes that) is still
+    not a blind append, which would skip the append check (conflict-rules §4.5, §8.2)."""
+    t, v, files = _truncate_race(tmp_path, recorded_blind=recorded_blind)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert ex.sets.read.partition_predicates == ["TRUE"]
+    assert sorted(f.path for f in ex.sets.read.files) == sorted(f.path for f in files)
+    assert ex.sets.write.is_blind_append is False and ex.sets.write.is_blind_append_recorded is recorded_blind
+    assert (ex.verdict.verdict, ex.verdict.exception, ex.verdict.winning_version) == \
+        ("anomaly", "ConcurrentAppendException", 1), ex.verdict.why
+
+
+def _row_tracking_table(root: Path) -> tuple[SparkTable, list]:
+    """v0 CTAS of three files; v1 the protocol upgrade that ROW TRACKING BACKFILL starts with (rowTracking,
+    domainMetadata), as delta-spark 4.1 writes them."""
+    t = SparkTable(root / "t", "Apache-Spark/4.0.0 Delta-Lake/4.1.0", seed=37, start_ms=T0)
+    files = [t.data_file("2024-01-01", [1, 2]), t.data_file("2024-01-01", [3, 4], task=1),
+             t.data_file("2024-01-02", [5], task=2)]
+    t.create_as_select(files)
+    t.tick(1_000)
+    t.commit("UPGRADE PROTOCOL", {"newProtocol": '{"minReaderVersion":1,"minWriterVersion":7}'},
+             [ProtocolAction(1, 7, None, ["appendOnly", "invariants", "domainMetadata", "rowTracking"])], 0)
+    return t, files
+
+
+def _backfill(t: SparkTable, batch: list, read_version: int) -> int:
+    """RowTrackingBackfillBatch: the batch re-committed with dataChange=false and row ids, the row-tracking
+    high-water mark, operation ROW TRACKING BACKFILL at SnapshotIsolation, not a blind append."""
+    t.tick(1_000)
+    adds, base = [], 0
+    for f in batch:
+        obj = f.to_obj()["add"]
+        adds.append({"add": {**obj, "dataChange": False, "baseRowId": base, "defaultRowCommitVersion": read_version}})
+        base += t.stats_rows(f)
+    hwm = {"domainMetadata": {"domain": "delta.rowTracking", "configuration": f'{{"rowIdHighWaterMark":{base - 1}}}',
+                              "removed": False}}
+    return t.commit("ROW TRACKING BACKFILL", {"batchId": "0"}, [hwm, *adds], read_version, level="SnapshotIsolation")
+
+
+def test_row_tracking_backfill_read_set_is_the_batch_it_recommits(tmp_path):
+    """BackfillExecutor marks the batch read (trackFilesRead) and records no predicate; the conflict
+    checker drops batch files a winner touched before it commits (resolveRowTrackingBackfillConflicts).
+    A backfill that read v1 and lost the file v2's DELETE removed: files read = its adds, exact
+    (conflict-rules §5.5, §8.2); the verdict is exact and clean."""
+    t, files = _row_tracking_table(tmp_path)
+    t.tick(1_000)
+    t.commit("DELETE", P.delete_params([P.eq(t.attr["id"], 1)]), [files[0].remove(t.now - 100)], 1)
+    v = _backfill(t, files[1:], 1)
+    ex = Table(t.dir).explain(v, use_evidence=False)
+    assert sorted(f.path for f in ex.sets.read.files) == sorted(f.path for f in files[1:])
+    assert ex.sets.read.files_bound.value == "exact" and ex.sets.read.partition_predicates == []
+    assert "trackFilesRead" in ex.sets.read.why
+    assert ex.verdict.verdict == "clean" and ex.verdict.certainty == "exact", ex.verdict.why
+
+
+def test_a_backfill_winner_skips_the_append_check(tmp_path):
+    """whatif: an UPDATE of 2024-01-01 that read v1 against a backfill (v2) that re-added its files: from
+    v3.3 the append check is skipped when either side is a backfill, and a backfill removes nothing."""
+    t, files = _row_tracking_table(tmp_path)
+    _backfill(t, files, 1)
+    wi = Table(t.dir).whatif(read_version=1, operation="UPDATE", predicate="date = '2024-01-01'")
+    assert wi.result.verdict == "commit", wi.result.why
+    ap = next(c for c in wi.result.checks if c.check == "appends")
+    assert ap.status == "skipped" and "backfill" in ap.reason
+
+
+def test_delta_rs_isolation_level_is_decided_per_winner(tmp_path):
+    """delta-rs keeps no level for the transaction: each winner is checked at the table's level, lowered
+    to SnapshotIsolation only for a winner with no action at all (conflict_checker.rs ConflictChecker::new
+    and can_downgrade_to_snapshot_isolation, python-v1.6.3; conflict-rules §2.2). A stale OPTIMIZE after a
+    concurrent append, run live on deltalake, shows Serializable (delta-spark's own rule would say
+    SnapshotIsolation), and its append check names the level it used for that winner."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    path = str(tmp_path / "rs")
+    for i in range(3):
+        write_deltalake(path, pa.table({"id": pa.array([i * 10, i * 10 + 1], pa.int64())}), mode="append")
+    stale = DeltaTable(path)
+    write_deltalake(path, pa.table({"id": pa.array([100], pa.int64())}), mode="append")
+    stale.optimize.compact()  # the live engine's answer: it commits
+    v = DeltaTable(path).version()
+    ex = Table(path).explain(v, use_evidence=False)
+    assert ex.verdict.verdict == "clean", ex.verdict.why
+    assert ex.verdict.isolation_level == "Serializable"
+    ap = next(c for c in ex.verdict.result.checks if c.check == "appends")
+    assert f"delta-rs level for v{v - 1}: Serializable" in ap.reason
+    wi = Table(path).whatif(read_version=v - 2, until=v - 1, operation="OPTIMIZE", rules="delta-rs")
+    assert wi.isolation_level == "Serializable" and wi.result.verdict == "commit"
+    # a DELETE whose predicate matches the appended row: the level asked for reaches the delta-rs check
+    ask = {"read_version": v - 2, "until": v - 1, "operation": "DELETE", "predicate": "id >= 100", "rules": "delta-rs"}
+    assert Table(path).whatif(**ask).result.exception == "ConcurrentAppendException"
+    si = Table(path).whatif(**ask, isolation_level="SnapshotIsolation")
+    assert si.isolation_level == "SnapshotIsolation" and si.result.verdict == "commit", si.result.why

@@ -285,7 +285,7 @@ def test_corrupt_checkpoint_without_fallback_is_exit_4_naming_it(shared_dir, tmp
     rc, out, err = run_cli(["replay", str(t), "--json"])
     assert rc == 0, err
     assert any(x.startswith("error: checkpoint.unreadable") and "version 5" in x for x in err.splitlines()), err
-    assert json.loads(out)["total_commits"] == 8
+    assert json.loads(out)["totalCommits"] == 8
 
 
 def test_missing_sidecar_is_not_used_as_a_base(shared_dir, tmp_path, spark):

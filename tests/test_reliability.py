@@ -136,7 +136,7 @@ def test_missing_middle_version(sample_logs, tmp_path, spark):
     line = one_error_line(err)
     assert "version 7" in line and "5" in line
     rc, out, err = run_cli(["replay", str(t), "--json"])
-    assert rc == 0 and json.loads(out)["total_commits"] == 19
+    assert rc == 0 and json.loads(out)["totalCommits"] == 19
 
 
 @pytest.mark.parametrize(
@@ -165,7 +165,7 @@ def test_copied_commit_is_flagged_not_taken_for_concurrency(sample_logs, tmp_pat
     dup = [x for x in findings_of(err) if "commit.duplicate" in x]
     assert dup and "_delta_log/00000000000000000005.json, version 5" in dup[0] and "txnId" in dup[0], err
     v5 = next(c for c in json.loads(out)["commits"] if c["version"] == 5)
-    assert v5["verdict"] != "anomaly" or "duplicated commit" in (v5["likely_reason"] or "")
+    assert v5["verdict"] != "anomaly" or "duplicated commit" in (v5["likelyReason"] or "")
 
 
 def test_unknown_action_and_protocol_feature_warn_and_continue(sample_logs, tmp_path, spark):
@@ -320,7 +320,7 @@ def test_special_characters_and_url_encoding_match_delta_rs(special_table, spark
     rc, out, err = run_cli(["evidence", str(t), "--json", "--no-replay"])
     assert rc == 0, err
     ev = json.loads(out)
-    assert ev["orphan_files"] == [] and ev["unknown_files"] == []  # encoded log paths == files on disk
+    assert ev["orphanFiles"] == [] and ev["unknownFiles"] == []  # encoded log paths == files on disk
 
 
 def test_absolute_file_uris_are_the_same_files(special_table, spark):
@@ -351,7 +351,7 @@ def test_absolute_file_uris_are_the_same_files(special_table, spark):
     rc, out, err = run_cli(["evidence", str(t), "--json", "--no-replay"])
     # Absolute URIs name files under the root: nothing on disk is an orphan (a removed file is
     # still referenced by the retained log).
-    assert rc == 0 and json.loads(out)["orphan_files"] == [], out
+    assert rc == 0 and json.loads(out)["orphanFiles"] == [], out
 
 
 class AccessLog:
@@ -414,7 +414,7 @@ def test_paths_leading_outside_the_root_are_never_followed(sample_logs, tmp_path
         if fn == "os.stat" and follow:
             assert not norm.endswith(("date=2024-06-20", "link.parquet", "_sidecars")), f"{fn}({p!r}) followed a link"
     ev = json.loads(outputs[0][0])
-    assert not [p for p in ev["orphan_files"] + ev["unknown_files"] if "secret" in p or "deep" in p or "link.parquet" in p]
+    assert not [p for p in ev["orphanFiles"] + ev["unknownFiles"] if "secret" in p or "deep" in p or "link.parquet" in p]
     assert any(f["code"] == "evidence.symlink" for f in ev["findings"])
     assert "PAR1" not in "".join(o + e for o, e in outputs)  # no content of any file was read out
 

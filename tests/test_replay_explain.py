@@ -41,11 +41,11 @@ def test_explain_names_exception_winner_partition_and_advice(sample_logs, spark,
     assert truth["winner"] is not None
     assert main(["explain", str(inc / "table"), str(truth["winner"]), "--error-file", str(inc / "error.txt"), "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
-    defeated = [d for d in out["defeated_attempts"] if d["source"].startswith("error text")]
-    assert defeated, out["defeated_attempts"]
+    defeated = [d for d in out["defeatedAttempts"] if d["source"].startswith("error text")]
+    assert defeated, out["defeatedAttempts"]
     d = defeated[0]
     assert d["exception"] == truth["exception"]
-    assert d["loser_of"] == truth["winner"] == out["version"]
+    assert d["loserOf"] == truth["winner"] == out["version"]
     if truth["partition"]:
         k, v = truth["partition"].split("=", 1)
         assert d["partition"] == {k: v}
@@ -56,7 +56,8 @@ def test_incident_a_advice_rewrites_the_merge_condition(sample_logs, spark, caps
     inc = sample_logs / "a-merge-partitions"
     assert main(["explain-error", str(inc / "table"), "--error-file", str(inc / "error.txt"), "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert any("partition predicate" in a.lower() and "2024-06-18" in a for a in out["advice"])  # the loser's own partition
+    said = [f"{a['title']}: {a['detail']}" for a in out["advice"]]  # advice records, as explain's
+    assert any("partition predicate" in a.lower() and "2024-06-18" in a for a in said)  # the loser's own partition
 
 
 def test_replay_flags_incident_b_reordered_and_explain_shows_the_serial_order(sample_logs, spark):
@@ -84,7 +85,7 @@ def test_whatif_reproduces_incident_a(sample_logs, spark, capsys):
                  "--predicate", "t.id = s.id", "--partition", "date=2024-06-18", "--until", str(truth["winner"]), "--json", "-q"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["verdict"] == "abort" and out["exception"] == truth["exception"]
-    assert out["winning_version"] == truth["winner"]
+    assert out["winningVersion"] == truth["winner"]
     k, v = truth["partition"].split("=", 1)
     assert out["partition"] == {k: v}
     assert "Files were added to partition [date=2024-06-19]" in out["message"]

@@ -156,7 +156,7 @@ def test_write_serializable_forgives_blind_append_and_reports_reorder():
     assert r.verdict == "commit" and r.reordered_before == [7]
     ap = next(c for c in r.checks if c.check == "appends")
     assert ap.reordered and "blind append; forgiven under WriteSerializable" in ap.reason and ap.file == "x"
-    assert r.to_dict()["reordered_before"] == [7]
+    assert r.to_dict()["reorderedBefore"] == [7]
 
 
 def test_serializable_aborts_on_blind_append():
@@ -476,8 +476,8 @@ def test_check_winner_applies_rebase_and_json_contract():
     assert st.metadata.configuration["delta.enableDeletionVectors"] == "true" and st.protocol == FULL
     r = check_window(t, [_dv_enablement(1), win(2, removes=[rm("f", None)])], P("delta-spark-4.1+"))
     j = r.to_dict()
-    for k in ("verdict", "exception", "winning_version", "rule", "partition", "file", "message", "reordered_before"):
+    for k in ("verdict", "exception", "winningVersion", "rule", "partition", "file", "message", "reorderedBefore"):
         assert k in j
-    assert (j["verdict"], j["exception"], j["winning_version"], j["rule"], j["file"]) == \
+    assert (j["verdict"], j["exception"], j["winningVersion"], j["rule"], j["file"]) == \
         ("abort", "ConcurrentDeleteReadException", 2, "deleteRead", "f")
     json.dumps(j)

@@ -58,15 +58,15 @@ def test_partition_only_delete_reads_exactly_the_matching_partitions(spark_table
     expected = sorted(f.path for f in at0 if f.partition_values["date"] == "2024-01-02")
     assert sorted(f.path for f in s.read.files) == expected == sorted(f.path for f in s.write.removes)
     j = s.to_dict()
-    assert j["read"]["partition_predicate"] == "date = '2024-01-02'"
-    assert j["read"]["files_bound"] == "exact"
+    assert j["read"]["partitionPredicate"] == "date = '2024-01-02'"
+    assert j["read"]["filesBound"] == "exact"
 
 
 def test_blind_append_reads_nothing_and_optimize_reads_its_removes(spark_table, spark):
     _, _, sets = _sets(spark_table)
     append = sets[2]
     assert not append.read.recorded_read and append.read.files == []
-    assert append.to_dict()["read"]["partition_predicate"] is None
+    assert append.to_dict()["read"]["partitionPredicate"] is None
     assert append.write.is_blind_append and append.write.is_blind_append_recorded is True
     opt = sets[3]
     assert sorted(f.path for f in opt.read.files) == sorted(f.path for f in opt.write.removes)
@@ -95,8 +95,8 @@ def test_sets_cli_json_contract(spark_table, spark, capsys):
     out = json.loads(capsys.readouterr().out)
     assert [o["version"] for o in out] == [0, 1, 2, 3, 4]
     for o in out:
-        assert set(o["read"]) >= {"partition_predicate", "data_predicates", "whole_table", "files", "files_bound", "app_ids", "why"}
-        assert set(o["write"]) >= {"adds", "removes", "metadata_changed", "protocol_changed", "app_ids", "domains", "is_blind_append"}
+        assert set(o["read"]) >= {"partitionPredicate", "dataPredicates", "wholeTable", "files", "filesBound", "appIds", "why"}
+        assert set(o["write"]) >= {"adds", "removes", "metadataChanged", "protocolChanged", "appIds", "domains", "isBlindAppend"}
 
 
 def test_streaming_txn_app_ids_are_read_and_written(sample_logs, spark):

@@ -39,7 +39,8 @@ def test_every_shared_case_is_represented(shared_dir, scenarios):
     cases = json.loads((shared_dir / "conformance" / "cases.json").read_text())["cases"]
     by_source: dict[tuple, list[dict]] = {}
     for s in scenarios:
-        by_source.setdefault(tuple(s["source"][k] for k in SOURCE_KEYS), []).append(s)
+        if all(k in s["source"] for k in SOURCE_KEYS):  # engine tests; documentation rows name a page instead
+            by_source.setdefault(tuple(s["source"][k] for k in SOURCE_KEYS), []).append(s)
     missing, differ = [], []
     for case in cases:
         key = tuple(case["source"][k] for k in SOURCE_KEYS)

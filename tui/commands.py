@@ -46,6 +46,8 @@ class ForensicsCommands(Provider):
         if isinstance(self.screen, ViewScreen):
             cmds += [
                 ("Export current view", run(self.screen, "export"), "write the current view to a JSON/CSV file (ctrl+e)"),
+                ("Export current view, redacted", run(self.screen, "export(True)"),
+                 "the same with users, clusters, buckets and hosts as placeholders, to share outside the team"),
                 ("Copy selection as JSON", run(self.screen, "copy"), "the selected version as JSON (y)"),
             ]
         cmds += [

@@ -34,6 +34,7 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.model import ISOLATION_LEVELS
 from forensics.replay.windows import CommitVerdict, ReplayReport, replay_table
+from forensics.schemas import camel_keys
 from forensics.sets.commit_sets import StateIndex
 
 STRING_PREFIX = 32  # delta.dataSkippingStringPrefixLength default: longer strings are truncated in stats
@@ -66,7 +67,7 @@ class Change:
     why: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return camel_keys(dataclasses.asdict(self), keep=("partition",))
 
     def one_line(self) -> str:
         if self.kind == "conflict":
@@ -106,18 +107,18 @@ class Counterfactual:
         d: dict[str, Any] = {
             "scenario": self.scenario,
             "summary": self.summary(),
-            "isolation_level": self.isolation_level,
-            "partition_by": self.partition_by,
+            "isolationLevel": self.isolation_level,
+            "partitionBy": self.partition_by,
             "appear": [c.to_dict() for c in self.appear],
             "vanish": [c.to_dict() for c in self.vanish],
             "unknown": [c.to_dict() for c in self.unknown],
-            "baseline_counts": self.baseline_counts,
-            "counts": self.counts,
+            "baselineCounts": camel_keys(self.baseline_counts),
+            "counts": camel_keys(self.counts),
             "certainty": self.certainty,
             "notes": self.notes,
         }
         if self.partition_by is not None:
-            d["files"] = {"placed": self.files_placed, "unknown": self.files_unknown, "unknown_sample": self.unknown_files}
+            d["files"] = {"placed": self.files_placed, "unknown": self.files_unknown, "unknownSample": self.unknown_files}
         return d
 
 

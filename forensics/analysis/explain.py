@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics import safe
+from forensics.analysis.story import (StoryLine, bound_in_words, clauses, did, explanation_story, in_words, rule_in_words,
+                                     rule_of_exception)
 from forensics.evidence.defeated import DefeatedAttempt
-from forensics.replay.advice import Advice, advise
+from forensics.replay.advice import Advice, advise, fixes_for_loser, logged_condition
 from forensics.log.delta_log import DeltaLog
-from forensics.model import Bound
+from forensics.model import Bound, CommitRecord
 from forensics.replay.windows import CommitVerdict, replay_commit, winning_commit
+from forensics.rules import CheckOutcome
 from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets
+from forensics.times import with_iso
 
 Line = tuple[str, str]  # (Rich style, text); text is inert (never markup)
 
@@ -34,14 +38,15 @@ class WindowCommit:
     is_blind_append: bool | None
     metadata: bool
     protocol: bool
-    txn_app_ids: list[str]
+    txn_app_ids: dict[str, int]  # appId -> version, as history's txnAppIds
     partitions: str  # the first partitions it touched, Hive-style
     txn_id: str | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "operation": self.operation, "timestamp": self.timestamp, "adds": self.adds,
-                "removes": self.removes, "isBlindAppend": self.is_blind_append, "metadata": self.metadata,
-                "protocol": self.protocol, "txnAppIds": self.txn_app_ids, "partitions": self.partitions, "txnId": self.txn_id}
+        return with_iso({"version": self.version, "operation": self.operation, "timestamp": self.timestamp, "adds": self.adds,
+                         "removes": self.removes, "isBlindAppend": self.is_blind_append, "metadata": self.metadata,
+                         "protocol": self.protocol, "txnAppIds": self.txn_app_ids, "partitions": self.partitions,
+                         "txnId": self.txn_id}, "timestamp")
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,8 @@ class CommitHeader:
     certainty: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"timestamp": self.timestamp, "engine": self.engine, "who": self.who, "isolationLevel": self.isolation_level,
-                "isBlindAppend": self.is_blind_append, "txnId": self.txn_id, "certainty": self.certainty}
+        return with_iso({"timestamp": self.timestamp, "engine": self.engine, "who": self.who, "isolationLevel": self.isolation_level,
+                         "isBlindAppend": self.is_blind_append, "txnId": self.txn_id, "certainty": self.certainty}, "timestamp")
 
 
 @dataclass
@@ -75,6 +80,8 @@ class Explanation:
     advice: list[Advice]
     header: CommitHeader
     defeated: list[DefeatedAttempt] = field(default_factory=list)
+    # the commits the story names (this one, the one it read, its window, re-runs of its losers); not in the JSON
+    commits: dict[int, CommitRecord] = field(default_factory=dict)
 
     @property
     def winning_version(self) -> int | None:
@@ -92,28 +99,36 @@ class Explanation:
             "commit": self.header.to_dict(),
             "verdict": self.verdict.to_dict(with_checks=True),
             "exception": self.verdict.exception,
-            "winning_version": self.verdict.winning_version,
+            "winningVersion": self.verdict.winning_version,
             "partition": self.verdict.partition,
             "file": self.verdict.file,
             "sets": self.sets.to_dict(),
             "window": [w.to_dict() for w in self.winners],
-            "log_order": self.log_order,
-            "serial_order": self.serial_order,
+            "logOrder": self.log_order,
+            "serialOrder": self.serial_order,
             "message": self.message,
-            "defeated_attempts": [d.to_dict() for d in self.defeated],
+            "defeatedAttempts": [d.to_dict() for d in self.defeated],
             "advice": [a.to_dict() for a in self.advice],
+            "story": [line.text for line in self.story()],
         }
 
-    def lines(self) -> list[Line]:
-        out: list[Line] = []
-        h = self.header
-        v, rv = self.version, self.read_version
-        out.append(("bold", f"v{v} {self.operation or '(no operation recorded)'}" + (f" by {h.who}" if h.who else "") + (f" ({h.engine})" if h.engine else "")))
-        iso = self.verdict.isolation_level or h.isolation_level
-        out.append(("", f"read version {rv if rv is not None else 'unknown'}; isolation {iso or 'unknown'}"
-                    + (" (recorded)" if h.isolation_level else " (inferred)") + f"; rules: {self.verdict.profile or 'n/a'}"))
-        if self.verdict.profile_why:
-            out.append(("dim", f"  profile: {self.verdict.profile_why}"))
+    def story(self, utc: bool | None = None) -> list[StoryLine]:
+        """The incident in a few plain lines: who and when, what each side did, the rule, how sure, what to
+        change. `utc`: times in UTC alone (None: as DELTA_FORENSICS_UTC asks)."""
+        return explanation_story(self, utc)
+
+    def lines(self, verbose: bool = False, utc: bool | None = None) -> list[Line]:
+        """The story, then the evidence: checks that passed fold into one line per winner unless `verbose`."""
+        out: list[Line] = [(ln.style, ln.text) for ln in self.story(utc)]
+        h, v, rv = self.header, self.verdict, self.read_version
+        iso = v.isolation_level or h.isolation_level
+        out.append(("", ""))
+        out.append(("bold", "Evidence" + ("" if verbose else " (--verbose shows every check)")))
+        out.append(("", f"  read version {rv if rv is not None else 'not recorded'}; isolation {iso or 'unknown'}"
+                    + (" (recorded)" if h.isolation_level else " (not recorded: the table's default)")
+                    + (f"; rules of {v.profile}" if v.profile else "")))
+        if v.profile_why and verbose:
+            out.append(("dim", f"  rules chosen because: {in_words(v.profile_why)}"))
         r = self.sets.read
         out.append(("bold", "What it read"))
         if not r.recorded_read:
@@ -121,45 +136,35 @@ class Explanation:
         else:
             out.append(("", f"  partition predicate: {' OR '.join(r.partition_predicates) or 'none'}"))
             if r.data_predicates:
-                out.append(("", f"  data predicates (ignored by delta-spark's checker): {'; '.join(r.data_predicates)}"))
+                out.append(("", f"  data predicates (delta-spark's conflict checker ignores them): {'; '.join(r.data_predicates)}"))
             if r.whole_table:
-                out.append(("", "  read the whole table (readWholeTable)"))
+                out.append(("", "  it read the whole table (readWholeTable)"))
             nfiles = "unknown" if r.files is None else str(len(r.files))
-            out.append(("", f"  files read at v{rv}: {nfiles} [{r.files_bound.value}]"))
-        if r.why:
-            out.append(("dim", f"  why: {r.why}"))
+            out.append(("", f"  files read at v{rv}: {nfiles} ({bound_in_words(r.files_bound.value)})"))
+        for c in clauses(r.why):
+            out.append(("dim", f"  · {c}"))
         w = self.sets.write
         out.append(("bold", "What it wrote"))
-        extra = []
-        if w.metadata_changed:
-            extra.append("metadata change")
-        if w.protocol_changed:
-            extra.append("protocol change")
-        if w.app_txns:
-            extra.append("txn " + ", ".join(f"{k}={val}" for k, val in w.app_txns.items()))
-        out.append(("", f"  {len(w.adds)} add(s), {len(w.removes)} remove(s); blind append: {w.is_blind_append}"
-                    + (" (recorded)" if w.is_blind_append_recorded is not None else " (not recorded: treated as false)")
-                    + (f"; {', '.join(extra)}" if extra else "")))
-        out.append(("bold", f"Its window: {len(self.winners)} commit(s) landed between v{rv} and v{v}" if rv is not None else "Its window: unknown"))
+        out.append(("", f"  it {did(self.commits.get(self.version))}" + ("" if w.is_blind_append else "; not a blind append"
+                    + (" (recorded)" if w.is_blind_append_recorded is not None else " (isBlindAppend not recorded: taken as not blind)"))))
+        out.append(("bold", f"Its window: {len(self.winners)} commit(s) landed between v{rv} and v{self.version}" if rv is not None else "Its window: unknown"))
         for wi in self.winners:
             out.append(("", f"  v{wi.version} {wi.operation or '?'}: +{wi.adds} -{wi.removes}"
-                        f"{' blind append' if wi.is_blind_append else ''}{' metadata' if wi.metadata else ''}"
-                        f"{' protocol' if wi.protocol else ''}{(' partitions ' + wi.partitions) if wi.partitions else ''}"))
-        res = self.verdict.result
+                        f"{', blind append' if wi.is_blind_append else ''}{', metadata' if wi.metadata else ''}"
+                        f"{', protocol' if wi.protocol else ''}{(', partitions ' + wi.partitions) if wi.partitions else ''}"))
+        res = v.result
         if res is not None and res.checks:
             out.append(("bold", "Checks"))
-            for c in res.checks:
-                style = {"failed": "red", "passed": "green", "skipped": "dim"}.get(c.status, "")
-                out.append((style, f"  v{c.winner_version} {c.check}: {c.status}: {c.reason}"))
+            out += _check_lines(res.checks, verbose)
         out.append(("bold", "Verdict"))
-        vs = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim"}.get(self.verdict.verdict, "")
-        out.append((vs, f"  {self.verdict.verdict}: {self.verdict.why}"))
-        if self.verdict.likely_reason:
-            out.append(("yellow", f"  likely reason: {self.verdict.likely_reason}"))
+        vs = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim"}.get(v.verdict, "")
+        out.append((vs, f"  {v.verdict}: {in_words(v.why)}"))
+        if v.likely_reason:
+            out.append(("yellow", f"  likely reason: {in_words(v.likely_reason)}"))
         out.append(("", f"  log order:    {' → '.join('v' + str(x) for x in self.log_order)}"))
         out.append(("", f"  serial order: {' → '.join('v' + str(x) for x in self.serial_order)}"
                     + ("  (differs from the log)" if self.serial_order != self.log_order else "")))
-        if self.message and self.verdict.verdict == "anomaly":
+        if self.message and v.verdict == "anomaly":
             out.append(("bold", "The engine would have printed"))
             for ln in self.message.splitlines():
                 out.append(("", "  " + ln))
@@ -167,18 +172,55 @@ class Explanation:
             out.append(("bold", "Aborted attempts this commit defeated"))
             for d in self.defeated:
                 out.append(("red", f"  {d.exception or 'unknown exception'}"
-                            + (f" partition {d.partition}" if d.partition else "")
-                            + (f" file {d.file}" if d.file else "")
-                            + f" — {d.source}"))
-                if d.why:
-                    out.append(("dim", f"    {d.why}"))
+                            + (f" in partition {', '.join(f'{k}={x}' for k, x in d.partition.items()) or 'the table root'}" if d.partition is not None else "")
+                            + (f", file {d.file}" if d.file else "")
+                            + f" ({in_words(d.source)})"))
+                for c in clauses(d.why):
+                    out.append(("dim", f"    · {c}"))
         if self.advice:
             out.append(("bold", "What to change"))
             for a in self.advice:
                 out.append(("cyan", f"  • {a.title}"))
-                out.append(("", f"    {a.detail}"))
-                out.append(("dim", f"    evidence: {a.evidence}"))
-        return [(s, safe.inert(t, 4000)) for s, t in out]
+                if a.detail:
+                    out.append(("", f"    {in_words(a.detail)}"))
+                if a.evidence:
+                    out.append(("dim", f"    evidence: {in_words(a.evidence)}"))
+        return [(st, safe.inert(t, 4000)) for st, t in out]
+
+
+def _forgiven(c: CheckOutcome) -> str | None:
+    """Why a passed check did not abort although it matched (a forgiven winner), or None."""
+    if c.reordered:
+        return "blind append, WriteSerializable" if "WriteSerializable" in c.reason else "not checked at SnapshotIsolation"
+    if c.inferred and c.status == "passed":
+        return "row-level concurrency, inferred"
+    return None
+
+
+def _check_lines(checks: list[CheckOutcome], verbose: bool) -> list[Line]:
+    """Every check when verbose; else one line per winner, with the check that decided (failed or
+    forgave) in full beneath it."""
+    out: list[Line] = []
+    by_winner: dict[int | None, list[CheckOutcome]] = {}
+    for c in checks:
+        by_winner.setdefault(c.winner_version, []).append(c)
+    for wv, cs in by_winner.items():
+        decided = [c for c in cs if c.status == "failed" or _forgiven(c)]
+        if verbose:
+            for c in cs:
+                style = "red" if c.status == "failed" else ("yellow" if _forgiven(c) else {"passed": "green", "skipped": "dim"}.get(c.status, ""))
+                out.append((style, f"  v{wv} {rule_in_words(c.check)}: {c.status}: {in_words(c.reason)}"))
+            continue
+        passed = sum(1 for c in cs if c.status == "passed" and c not in decided)
+        skipped = sum(1 for c in cs if c.status == "skipped")
+        head = f"  v{wv}: {passed} check(s) passed" + (f", {skipped} skipped" if skipped else "")
+        for c in decided:
+            head += (f"; {rule_in_words(c.check)}: failed ({c.exception})" if c.status == "failed"
+                     else f"; {rule_in_words(c.check)}: forgiven ({_forgiven(c)})")
+        out.append(("red" if any(c.status == "failed" for c in decided) else ("yellow" if decided else "green"), head))
+        for c in decided:
+            out.append(("red" if c.status == "failed" else "yellow", f"    {rule_in_words(c.check)}: {in_words(c.reason)}"))
+    return out
 
 
 def _winner_summary(log: DeltaLog, v: int) -> WindowCommit:
@@ -227,10 +269,13 @@ def explain_version(
         operation_parameters=rec.operation_parameters,
     )
     defeated = list(defeated or [])
+    commits = {x: log.record(x) for x in [version, rec.read_version, *in_log] if x is not None and log.has_version(x)}
     for d in defeated:
-        # advice grounded in the loser's evidence (forensics.evidence.loser), said once
-        for text in d.advice or ():
-            a = Advice("For the aborted transaction", text, d.source)
+        if d.retry_version is not None and log.has_version(d.retry_version):
+            commits[d.retry_version] = log.record(d.retry_version)
+        # advice grounded in the loser's evidence (its orphan files, its re-run, its error text), said once
+        retry = commits.get(d.retry_version) if d.retry_version is not None else None
+        for a in _loser_fixes(log, state, d, retry, sets.writer) or d.fixes():
             if a not in adv:
                 adv.append(a)
     who = rec.user_name or (rec.job or {}).get("jobName") if isinstance(rec.job, dict) else rec.user_name
@@ -249,4 +294,17 @@ def explain_version(
         advice=adv,
         defeated=defeated,
         header=header,
+        commits=commits,
     )
+
+
+def _loser_fixes(log: DeltaLog, state: StateIndex, d: DefeatedAttempt, retry: CommitRecord | None, writer: str) -> list[Advice]:
+    """What the transaction that lost to this version should change, from its traces: the partitions
+    its orphan files are in, and its re-run's condition (the user's SQL as the engine logged it)."""
+    conds = [(logged_condition(retry.operation_parameters or {}), f"its re-run v{retry.version}'s condition")] if retry is not None else []
+    try:
+        return fixes_for_loser(log, state, d.loser_of, rule=rule_of_exception(d.exception), parts=list(d.wrote),
+                               loser_operation=retry.operation if retry is not None else d.operation,
+                               family="delta-rs" if writer == "delta-rs" else None, file=d.file, conditions=conds)
+    except Exception:  # noqa: BLE001 - advice must not fail the explanation
+        return []

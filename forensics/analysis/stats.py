@@ -1,19 +1,21 @@
 """Contention statistics, in the spirit of a database's lock statistics.
 
-Computed from the Timeline (forensics.analysis.timeline) and the commit index. JSON shape (`Stats.to_dict`):
+Computed from the Timeline (forensics.analysis.timeline) and the commit index. The records, as built
+here (`Stats.to_dict` gives every key in camelCase, each time with its ISO 8601 twin: `startMs`,
+`startIso`; the JSON contract is forensics/schemas/stats.schema.json):
 
 {
-  "schema_version": 1,
   "table": str, "from_version": int, "to_version": int,
   "window": "1h", "window_ms": 3600000,
   "totals": {"commits": n, "stale_windows": n, "conflicts": n, "reorders": n, "aborted_attempts": n,
-             "skipped": n},
+             "skipped": n, "reordered_commits": n, "forgiven_pairs": n},
+  "window_lengths": {"windows": n, "longest_ms": n|null, "longest_version": v|null, "median_ms": n|null},
   "partitions": [            # most contended first, whole range
      {"partition": "date=2024-06-25" | "(table)", "commits": n, "stale_windows": n, "overlaps": n,
       "conflicts": n, "reorders": n, "aborted_attempts": n, "score": n}],
   "files": [{"file": path, "conflicts": n, "reorders": n, "aborted_attempts": n}],
   "buckets": [               # per time window (by commit / abort time), same counters per partition
-     {"start_ms": t, "end_ms": t, "start_utc": str, "partitions": [...as above...], "files": [...]}],
+     {"start_ms": t, "end_ms": t, "partitions": [...as above...], "files": [...]}],
   "operation_matrix": {
      "categories": ["INSERT", "UPDATE/DELETE/MERGE", "OPTIMIZE", "METADATA", "OTHER", "UNKNOWN"],
      "cells": [{"current": cat, "winner": cat, "pairs": n, "clean": n, "reordered": n, "conflict": n,
@@ -32,9 +34,13 @@ Definitions. A *stale window*: a commit whose readVersion R < V-1 (winners R+1..
 between; conflict-rules §3). Partition of a commit: the distinct partitionValues of its add/remove actions
 ("(table)" when it wrote none: unpartitioned table or metadata only). *overlaps*: stale windows
 in which at least one winner wrote the same partition. *conflicts*: commits the replay says
-should have aborted (anomaly), counted at the partition the rule named; *reorders*: serial-order
-marks (conflict-rules §6), counted at the partitions of the winner that was forgiven; *aborted_attempts*:
-attempts from forensics.evidence (inferred). The matrix rows are the current transaction's
+should have aborted (anomaly), counted at the partition the rule named; *reorders* (= *reordered_commits*):
+commits that passed only because a winner was forgiven (verdict reordered, conflict-rules §6; the same count
+as `replay`'s and the TUI's, forensics.replay.windows.ReorderCount), counted once at each partition (file)
+a forgiven winner wrote; *forgiven_pairs*: the (commit, forgiven winner) pairs behind them, in the totals
+and the operation matrix's `reordered`; *aborted_attempts*: attempts from forensics.evidence (inferred).
+Time overlaps are half-open: a window that ends at the instant another starts did not overlap it
+(`overlaps`). *window_lengths*: read→commit time of the stale windows whose read time is known. The matrix rows are the current transaction's
 operation class and the columns the winner's, as in Delta's isolation-level documentation.
 """
 
@@ -48,11 +54,12 @@ from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError
 from forensics.model import OPERATION_CLASSES, hive_partition, operation_class
-from forensics.times import iso_utc
+from forensics.schemas import camel_keys
+from forensics.times import fmt_duration, with_iso
 from forensics.log.delta_log import DeltaLog
+from forensics.replay.windows import ReorderCount
 from forensics.analysis.timeline import Span, Timeline
 
-SCHEMA_VERSION = 1
 TABLE_KEY = "(table)"
 RETRY_METRIC = re.compile(r"retr|attempt", re.I)
 REPEAT_GAP_FACTOR = 3  # a gap this many times the writer's median gap is "after a gap"
@@ -96,6 +103,7 @@ class Stats:
     window_ms: int
     window: str
     totals: dict[str, int]
+    window_lengths: dict[str, Any]
     partitions: list[dict[str, Any]]
     files: list[dict[str, Any]]
     buckets: list[dict[str, Any]]
@@ -106,14 +114,15 @@ class Stats:
     findings: list[Any] = field(default_factory=list, repr=False)  # the replay's, for --strict; not in the JSON
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
+        """The `stats --json` object: camelCase keys (operationMetrics names as the log has them)."""
+        d = camel_keys({
             "table": self.table,
             "from_version": self.from_version,
             "to_version": self.to_version,
             "window": self.window,
             "window_ms": self.window_ms,
             "totals": self.totals,
+            "window_lengths": self.window_lengths,
             "partitions": self.partitions,
             "files": self.files,
             "buckets": self.buckets,
@@ -121,12 +130,21 @@ class Stats:
             "concurrency": self.concurrency,
             "retries": self.retries,
             "notes": self.notes,
-        }
+        }, keep=("metric_totals",))
+        for k in ("buckets", "concurrency"):
+            d[k] = [with_iso(b, "startMs", "endMs") for b in d[k]]
+        return d
 
 
 def _pkeys(parts: list[dict[str, Any]] | None) -> list[str]:
     keys = sorted({hive_partition(p) or TABLE_KEY for p in (parts or [])})
     return keys or [TABLE_KEY]
+
+
+def overlaps(a0: int, a1: int, b0: int, b1: int) -> bool:
+    """Whether two read→commit windows shared time. Half-open: one that ends at the instant the
+    other starts did not overlap it; a zero-length window is its one millisecond [t, t+1)."""
+    return a0 < max(b1, b0 + 1) and b0 < max(a1, a0 + 1)
 
 
 def _stale(s: Span, copies: dict[int, int]) -> bool:
@@ -190,12 +208,16 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
             for k in keys:
                 bump(b, k, "conflicts")
             fbump(b, s.file, "conflicts")
-        for w in s.reordered_before:
-            totals["reorders"] += 1
-            for k in wins.get(w, [TABLE_KEY]):
+        if s.verdict == "reordered":  # one reordered commit, once per partition / file its forgiven winners wrote
+            forgiven_parts: set[str] = set()
+            forgiven_files: set[str] = set()
+            for w in s.reordered_before:
+                forgiven_parts.update(wins.get(w, [TABLE_KEY]))
+                wa = log.actions_of(w)
+                forgiven_files.update(wa.filter(wa["kind"] == "add")["path"].to_list())
+            for k in sorted(forgiven_parts):
                 bump(b, k, "reorders")
-            wa = log.actions_of(w)
-            for path in wa.filter(wa["kind"] == "add")["path"].to_list():
+            for path in sorted(forgiven_files):
                 fbump(b, path, "reorders")
 
     def ranked(d: dict[str, _Counter], name: str) -> list[dict[str, Any]]:
@@ -208,8 +230,11 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         rows.sort(key=lambda r: (-(r["conflicts"] * 4 + r["aborted_attempts"] * 4 + r["reorders"]), r["file"]))
         return rows[:top]
 
+    reorders = ReorderCount.of(tl.commits)
+    totals["reorders"] = reorders.commits
+    totals.update(reorders.to_dict())
     buckets = [
-        {"start_ms": b, "end_ms": None if b is None else b + window_ms, "start_utc": iso_utc(b),
+        {"start_ms": b, "end_ms": None if b is None else b + window_ms,
          "partitions": ranked(bparts.get(b, {}), "partition"), "files": franked(bfiles.get(b, {}))}
         for b in sorted(set(bparts) | set(bfiles), key=lambda x: -1 if x is None else x)
     ]
@@ -220,6 +245,7 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         window_ms=window_ms,
         window=window,
         totals=totals,
+        window_lengths=window_lengths(tl, log.copies),
         partitions=ranked(parts, "partition"),
         files=franked(files),
         buckets=buckets,
@@ -272,8 +298,8 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
 def concurrency(tl: Timeline, window_ms: int, copies: dict[int, int] | None = None) -> list[dict[str, Any]]:
     """Per bucket: transactions whose read→commit window touches it, and the most open at once.
 
-    Windows are half-open: one that ends at the instant the next starts did not overlap it (a
-    purely sequential table has at most one open at once). Copied commit files are not transactions.
+    Windows are half-open (`overlaps`): one that ends at the instant the next starts did not overlap
+    it (a purely sequential table has at most one open at once). Copied commit files are not transactions.
     """
     copies = copies or {}
     iv = [(s.start_ms, s.end_ms) for s in tl.commits
@@ -288,19 +314,42 @@ def concurrency(tl: Timeline, window_ms: int, copies: dict[int, int] | None = No
     b = (lo // window_ms) * window_ms
     while b <= hi:
         e = b + window_ms
-        inside = [(max(a, b), min(z, e - 1)) for a, z in iv if a < e and z >= b]
-        points = sorted([(a, 1) for a, _ in inside] + [(z, 0) for _, z in inside])  # ends before starts at one instant
-        cur = best = 0
-        for _, kind in points:
-            cur += 1 if kind == 1 else -1
-            best = max(best, cur)
+        inside = [(max(a, b), min(z, e)) for a, z in iv if overlaps(a, z, b, e)]
+        best = _most_open(inside)
         commits = [s for s in tl.commits if s.end_ms is not None and b <= s.end_ms < e]
-        out.append({"start_ms": b, "end_ms": e, "start_utc": iso_utc(b), "transactions": len(inside), "max_concurrent": best,
+        out.append({"start_ms": b, "end_ms": e, "transactions": len(inside), "max_concurrent": best,
                     "commits": len(commits), "stale_windows": sum(1 for s in commits if _stale(s, copies))})
         b = e
         if len(out) > 10_000:
             break  # a tiny --window over a long range: stop rather than print a million rows
     return out
+
+
+def _most_open(windows: list[tuple[int, int]]) -> int:
+    """The most windows open at one instant. At one instant, windows that end close first, then
+    instantaneous ones (a commit that read nothing) count with those still open, then windows that
+    start open: so a transaction that read the commit made at t does not overlap it, and a commit
+    made strictly inside another's window does."""
+    events = sorted([(z, 0) for a, z in windows if z > a] + [(a, 1) for a, z in windows if z <= a]
+                    + [(a, 2) for a, z in windows if z > a])
+    cur = best = 0
+    for _, kind in events:
+        if kind == 1:
+            best = max(best, cur + 1)
+        else:
+            cur += 1 if kind == 2 else -1
+            best = max(best, cur)
+    return best
+
+
+def window_lengths(tl: Timeline, copies: dict[int, int]) -> dict[str, Any]:
+    """How long the stale windows stayed open, read→commit (only where the read's commit time is known)."""
+    spans = [s for s in tl.commits if _stale(s, copies) and s.start_source == "readVersion-commit-time" and s.duration_ms is not None]
+    if not spans:
+        return {"windows": 0, "longest_ms": None, "longest_version": None, "median_ms": None}
+    longest = max(spans, key=lambda s: (s.duration_ms, -(s.version or 0)))
+    return {"windows": len(spans), "longest_ms": longest.duration_ms, "longest_version": longest.version,
+            "median_ms": int(statistics.median(s.duration_ms for s in spans))}  # type: ignore[misc]
 
 
 def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span]) -> dict[str, Any]:
@@ -336,14 +385,14 @@ def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span]) -> dict[s
             if same and b.version - a.version > 1 and gap > REPEAT_GAP_FACTOR * med and gap > 0:
                 repeats.append({"version": b.version, "previous_version": a.version, "writer": wid, "operation": rb.operation,
                                 "partitions": _pkeys(rb.partitions_touched), "gap_ms": gap, "median_gap_ms": int(med),
-                                "why": f"same writer, operation, parameters and partitions as v{a.version}, after {gap} ms "
-                                       f"(> {REPEAT_GAP_FACTOR}× this writer's median gap of {int(med)} ms) with other commits in between (inferred)"})
+                                "why": f"same writer, operation, parameters and partitions as v{a.version}, after {fmt_duration(gap)} "
+                                       f"(> {REPEAT_GAP_FACTOR}× this writer's median gap of {fmt_duration(int(med))}) with other commits in between (inferred)"})
     commits = [s for s in tl.commits if s.start_ms is not None and s.end_ms is not None]
     atts = []
     for s in tl.attempts:
         keys = set(_pkeys(s.partitions))
-        over = [c.version for c in commits if s.start_ms is not None and s.end_ms is not None and c.start_ms <= s.end_ms
-                and c.end_ms >= s.start_ms and keys & set(_pkeys(c.partitions))]  # type: ignore[operator]
+        over = [c.version for c in commits if s.start_ms is not None and s.end_ms is not None
+                and overlaps(c.start_ms, c.end_ms, s.start_ms, s.end_ms) and keys & set(_pkeys(c.partitions))]  # type: ignore[arg-type]
         atts.append({"span_id": s.id, "partitions": sorted(keys), "winning_version": s.winning_version,
                      "exception": s.exception, "retry_version": s.retry_version, "overlapping_commits": over})
     return {"metrics": metrics, "metric_totals": totals, "repeats": repeats, "attempts": atts}

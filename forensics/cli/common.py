@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> None:
     if table:
         p.add_argument("table", metavar="TABLE", help="table path or URI (local path, file:, s3a://, abfss://, gs://)")
-    p.add_argument("--json", action="store_true", help="print JSON (stable schema, see README)")
+    p.add_argument("--json", action="store_true", help="print JSON (the schema: delta-forensics schema COMMAND)")
     p.add_argument("--no-cache", action="store_true", help="read the log afresh; neither use nor update the cache")
     p.add_argument("--strict", action="store_true", help="exit 1 if the log has any warning or error finding")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077")
@@ -26,6 +26,9 @@ def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> No
                    help="object-store setting in delta-rs's key names (AWS_ENDPOINT_URL, AZURE_STORAGE_ACCOUNT_NAME, ...); repeatable")
     p.add_argument("--profile", metavar="NAME", help="named profile of storage options and Spark settings in the config file")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting for the tool's own session; repeatable")
+    p.add_argument("--writer-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="session setting of the writer being modelled, not of this tool (e.g. spark.databricks.delta."
+                   "conflictChecker.enforceConcurrentFeatureEnablement.enabled=true); used when replaying; repeatable")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
     p.add_argument("--utc", action="store_true", help="show times in UTC (default: local time with its offset; also DELTA_FORENSICS_UTC=1)")
 
@@ -39,15 +42,31 @@ def open_table(args: argparse.Namespace) -> "Table":
         return Table(args.table, rules=getattr(args, "rules", None), use_cache=not args.no_cache,
                      master=getattr(args, "master", None), remote=getattr(args, "remote", None),
                      storage_options=pairs(args.storage_option, "--storage-option"), profile=args.profile,
-                     spark_conf=pairs(args.conf, "--conf"), progress=say)
+                     spark_conf=pairs(args.conf, "--conf"), writer_conf=pairs(args.writer_conf, "--writer-conf"),
+                     progress=say)
 
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
-        return _open()
+        return _said_writer_conf(args, _open())
     from rich.console import Console
 
     console = Console(stderr=True)
     with console.status("listing _delta_log …", spinner="dots") as status:
-        return _open(lambda msg: status.update(f"{msg} …"))
+        table = _open(lambda msg: status.update(f"{msg} …"))
+    return _said_writer_conf(args, table)
+
+
+def _said_writer_conf(args: argparse.Namespace, table: "Table") -> "Table":
+    """One line on stderr for each writer setting no rule reads (conflict-rules §14), or, on a command
+    that replays nothing (no --rules), that the settings change nothing here."""
+    conf = table.writer_conf
+    if conf and not getattr(args, "quiet", False):
+        from forensics.safe import inert
+
+        notes = conf.not_modelled_notes() if hasattr(args, "rules") else [
+            f"--writer-conf has no effect on {getattr(args, 'command', 'this command')}: it replays no transaction"]
+        for note in notes:
+            sys.stderr.write("note: " + inert(note, 1000) + "\n")
+    return table
 
 
 def pairs(values: list[str], flag: str) -> dict[str, str]:
@@ -74,5 +93,9 @@ def report_findings(args: argparse.Namespace, findings: Iterable[Finding]) -> in
     return int(ExitCode.OK)
 
 
-def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=True, indent=None, default=str) + "\n")
+def print_json(obj: Any, command: str) -> None:
+    """Print `command --json`: `obj` as the document its shipped schema describes (schema_version
+    first, deprecated aliases of renamed keys; `delta-forensics schema COMMAND`), ASCII-escaped."""
+    from forensics import json_document
+
+    sys.stdout.write(json.dumps(json_document(command, obj), ensure_ascii=True, indent=None, default=str) + "\n")

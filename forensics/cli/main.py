@@ -43,8 +43,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Post-incident forensics for Delta Lake concurrency conflicts.",
-        epilog="Exit codes: 0 ok, 1 --strict found anomalies, 2 usage, 3 not a Delta table, 4 unreadable log, "
-        "5 Java missing/too old, 6 Spark failed, 7 version not in the log, 8 error text not recognised, 70 internal error.",
+        epilog="Exit codes: " + ", ".join(f"{int(c)} {c.meaning}" for c in ExitCode) + ".",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -2,53 +2,82 @@
 
 from __future__ import annotations
 
-import os
+import re
+from collections import Counter
 from typing import Any, Iterable
 
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from forensics import safe
+from forensics.cli.columns import Col, console, fit_table, wrapped
 from forensics.model import Snapshot
-from forensics.times import fmt_time, utc_default
+from forensics.times import fmt_duration, fmt_time, utc_default
 
 VERDICT_STYLE = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "abort": "bold red", "commit": "green"}
-
-
-def console() -> Console:
-    return Console(highlight=False, soft_wrap=False, width=None if os.isatty(1) else 200)
 
 
 def print_renderable(r: RenderableType) -> None:
     console().print(r)
 
 
+def print_lines(lines: list[tuple[str, str]]) -> None:
+    """(Rich style, inert text) lines, wrapped at words under their own indent (a bullet's text
+    under its text); a word too long for the terminal ends in an ellipsis."""
+    from rich.padding import Padding
+    from rich.table import Table
+
+    out: list[RenderableType] = []
+    for style, line in lines:
+        body = line.lstrip(" ")
+        indent = len(line) - len(body)
+        bullet = body[:2] if body[:2] in ("· ", "• ") else ""
+        text = Text(body[len(bullet):], style=style, overflow="ellipsis")
+        if bullet:
+            grid = Table.grid()
+            grid.add_column(width=2, style=style)
+            grid.add_column(overflow="ellipsis")
+            grid.add_row(bullet, text)
+            out.append(Padding(grid, (0, 0, 0, indent), expand=False))
+        else:
+            out.append(Padding(text, (0, 0, 0, indent), expand=False) if indent else text)
+    c = console()
+    with c.capture() as cap:
+        c.print(Group(*out), overflow="ellipsis")
+    # no padding after the words (before any closing style code)
+    c.file.write("".join(re.sub(r" +((?:\x1b\[[0-9;]*m)*)$", r"\1", line) + "\n" for line in cap.get().splitlines()))
+
+
 def _b(v: Any) -> str:
     return "" if v is None else ("yes" if v else "no")
 
 
-def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None = None) -> Table:
-    t = Table(title=safe.inert(title, 300), title_justify="left", header_style="bold", pad_edge=False, expand=False)
-    for col, just in (
-        ("version", "right"),
-        ("time", "left"),
-        ("operation", "left"),
-        ("readVersion", "right"),
-        ("isolation", "left"),
-        ("blind", "left"),
-        ("+add", "right"),
-        ("-rm", "right"),
-        ("partitions", "left"),
-        ("engine", "left"),
-        ("user", "left"),
-    ):
-        t.add_column(col, justify=just, no_wrap=col not in ("partitions",), overflow="ellipsis")
+HISTORY_COLUMNS = (
+    Col("version", justify="right"),
+    Col("time"),
+    Col("operation", squeeze=10, wrap=True),
+    Col("readVersion", 2, "right"),
+    Col("isolation", 4, squeeze=13),
+    Col("blind"),
+    Col("+add", justify="right"),
+    Col("-rm", justify="right"),
+    Col("partitions", squeeze=15, wrap=True),
+    Col("engine", 5, squeeze=12),
+    Col("user", 6, squeeze=10),
+)
+
+
+def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None = None, width: int | None = None) -> RenderableType:
+    """One row per version; on a narrow terminal readVersion, isolation, engine and user give way
+    (in that order, from the last) to version, time, operation, blind, +add/-rm and partitions."""
+    cells = []
     for r in rows:
         parts = r.get("partitionsTouched") or []
-        ptxt = ", ".join(",".join(f"{k}={v}" for k, v in p.items()) for p in parts[:3]) + (f" +{len(parts) - 3}" if len(parts) > 3 else "")
+        # one partition a line: a narrow column never splits a partition value
+        plines = [safe.inert(",".join(f"{k}={v}" for k, v in p.items()), 60) for p in parts[:3]]
+        plines += [f"+{len(parts) - 3} more"] if len(parts) > 3 else []
         stale = r.get("readVersion") is not None and r["readVersion"] < r["version"] - 1
-        t.add_row(
+        cells.append((
             str(r["version"]),
             fmt_time(r.get("timestamp"), utc_default() if utc is None else utc),
             safe.text(r.get("operation") or "—", max_len=40),
@@ -57,14 +86,18 @@ def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None 
             _b(r.get("isBlindAppend")),
             str(r.get("numAddFiles", "")),
             str(r.get("numRemoveFiles", "")),
-            safe.text(ptxt, max_len=60),
+            Text("\n".join(plines)),
             safe.text(r.get("engineInfo") or "", max_len=40),
             safe.text(r.get("userName") or "", max_len=24),
-        )
-    return t
+        ))
+    return fit_table(HISTORY_COLUMNS, cells, width, title=Text(safe.inert(title, 300), style="italic") if title else None)
 
 
-def snapshot_view(s: Snapshot, location: str, limit: int = 200) -> RenderableType:
+SNAPSHOT_COLUMNS = (Col("path", squeeze=30, wrap=True), Col("partition", 1, squeeze=16, wrap=True),
+                    Col("size", justify="right"), Col("DV", 2, squeeze=8), Col("added in", justify="right"))
+
+
+def snapshot_view(s: Snapshot, location: str, limit: int = 200, width: int | None = None) -> RenderableType:
     head = Text()
     head.append(f"Snapshot of {safe.inert(location, 300)} at version {s.version}\n", style="bold")
     base = f"checkpoint {s.base_checkpoint}" if s.base_checkpoint is not None else "commit 0"
@@ -82,20 +115,17 @@ def snapshot_view(s: Snapshot, location: str, limit: int = 200) -> RenderableTyp
             head.append(f"delta.isolationLevel = {safe.inert(iso)}\n")
     if s.app_transactions:
         head.append("app transactions: " + safe.inert(", ".join(f"{k}={v}" for k, v in sorted(s.app_transactions.items())), 400) + "\n")
-    t = Table(header_style="bold", pad_edge=False)
-    t.add_column("path", overflow="fold")
-    t.add_column("partition", overflow="fold")
-    t.add_column("size", justify="right")
-    t.add_column("DV", justify="left")
-    t.add_column("added in", justify="right")
-    for f in s.files[:limit]:
-        t.add_row(
+    cells = [
+        (
             safe.text(f.path, max_len=300),
             safe.text(", ".join(f"{k}={v}" for k, v in f.partition_values.items()), max_len=200),
             "" if f.size is None else f"{f.size:,}",
             safe.text(f.deletion_vector.unique_id if f.deletion_vector else "", max_len=40),
             f"≤{f.version}" if s.base_checkpoint is not None and f.version == s.base_checkpoint else str(f.version),
         )
+        for f in s.files[:limit]
+    ]
+    t = fit_table(SNAPSHOT_COLUMNS, cells, width)
     parts: list[RenderableType] = [head, t]
     if len(s.files) > limit:
         parts.append(Text(f"… {len(s.files) - limit} more file(s); use --json for all", style="dim"))
@@ -110,86 +140,136 @@ def findings_block(findings: Iterable[Any]) -> Text:
     return out
 
 
-def sets_view(items: list[dict[str, Any]]) -> RenderableType:
-    t = Table(header_style="bold", pad_edge=False, show_lines=False)
-    for c in ("version", "operation", "read predicate (partition)", "data predicates", "files read", "bound", "writes", "blind"):
-        t.add_column(c, overflow="fold")
+SETS_COLUMNS = (
+    Col("version", justify="right"), Col("operation", squeeze=10), Col("read predicate (partition)", squeeze=16, wrap=True),
+    Col("data predicates", 1, squeeze=16, wrap=True), Col("files read", justify="right"), Col("bound"),
+    Col("writes", 2, squeeze=10, wrap=True), Col("blind", 3),
+)
+
+
+def sets_view(items: list[dict[str, Any]], width: int | None = None) -> RenderableType:
+    cells = []
     for it in items:
         r, w = it["read"], it["write"]
-        files = "—" if r["partition_predicate"] is None and not r["files"] else str(len(r["files"]))
-        writes = f"+{len(w['adds'])} -{len(w['removes'])}" + (" meta" if w["metadata_changed"] else "") + (" proto" if w["protocol_changed"] else "")
-        if w["app_ids"]:
-            writes += " txn:" + ",".join(w["app_ids"])
-        t.add_row(
+        files = "—" if r["partitionPredicate"] is None and not r["files"] else str(len(r["files"]))
+        writes = f"+{len(w['adds'])} -{len(w['removes'])}" + (" meta" if w["metadataChanged"] else "") + (" proto" if w["protocolChanged"] else "")
+        if w["appIds"]:
+            writes += " txn:" + ",".join(w["appIds"])
+        cells.append((
             str(it["version"]),
             safe.text(it["operation"] or "—", max_len=30),
-            safe.text(r["partition_predicate"] if r["partition_predicate"] is not None else "(no read)", max_len=120),
-            safe.text("; ".join(r["data_predicates"]), max_len=120),
-            files + (" +whole table" if r["whole_table"] else ""),
-            Text(r["files_bound"], style={"exact": "green", "superset": "yellow", "subset": "yellow", "unknown": "red"}[r["files_bound"]]),
+            safe.text(r["partitionPredicate"] if r["partitionPredicate"] is not None else "(no read)", max_len=120),
+            safe.text("; ".join(r["dataPredicates"]), max_len=120),
+            files + (" +whole table" if r["wholeTable"] else ""),
+            Text(r["filesBound"], style={"exact": "green", "superset": "yellow", "subset": "yellow", "unknown": "red"}[r["filesBound"]]),
             safe.text(writes, max_len=80),
-            _b(w["is_blind_append"]),
-        )
-    return t
+            _b(w["isBlindAppend"]),
+        ))
+    return fit_table(SETS_COLUMNS, cells, width)
 
 
-def replay_view(report: Any, show_skipped: bool = False) -> RenderableType:
+def replay_view(report: Any, show_skipped: bool = False, durations: dict[int, int | None] | None = None,
+                width: int | None = None) -> RenderableType:
     """The replay table. Under a counterfactual (another isolation level or rule profile) an abort is
-    what the scenario "would abort", not an anomaly of the log, and no likely reason is guessed."""
+    what the scenario "would abort", not an anomaly of the log, and no likely reason is guessed.
+    The rule profile is said once above the table; a row's detail keeps only what is its own.
+    `durations`: read→commit time per version (the window's length), where known."""
+    from forensics import in_words
+
     scenario = bool(report.isolation_level or report.rules)
     c = report.counts
+    durations = durations or {}
+    width = width or console().width
+    pairs = report.reorders.forgiven_pairs
+    tally = [Text(f"{report.total_commits} commits; {report.not_concurrent} had no concurrent winner;"),
+             Text(f"{len(report.verdicts)} window(s) replayed:")]
+    for k in ("clean", "reordered", "anomaly", "skipped"):
+        label = "would abort" if scenario and k == "anomaly" else k
+        if k == "reordered":
+            label += f" ({pairs} forgiven pair{'' if pairs == 1 else 's'})"
+        tally.append(Text(f"{c.get(k, 0)} {label}", style=VERDICT_STYLE[k]))
     head = Text()
     head.append(f"Replay of {safe.inert(report.location, 300)}\n", style="bold")
-    head.append(
-        f"{report.total_commits} commits; {report.not_concurrent} had no concurrent winner; "
-        f"{len(report.verdicts)} window(s) replayed: "
-    )
-    for k in ("clean", "reordered", "anomaly", "skipped"):
-        head.append(f"{c.get(k, 0)} {'would abort' if scenario and k == 'anomaly' else k}", style=VERDICT_STYLE[k])
-        head.append("  ")
+    head.append_text(wrapped(tally, width))
     if report.isolation_level or report.rules:
         head.append(f"\n(counterfactual: isolation {report.isolation_level or 'as recorded'}, rules {report.rules or 'per engineInfo'})", style="dim")
-    t = Table(header_style="bold", pad_edge=False)
-    for col in ("version", "readVersion", "operation", "window", "verdict", "profile", "isolation", "detail"):
-        t.add_column(col, overflow="fold", no_wrap=col not in ("detail",))
-    for v in sorted(report.verdicts.values(), key=lambda x: x.version):
-        if v.verdict == "skipped" and not show_skipped:
-            continue
-        if v.verdict == "anomaly" and scenario:
-            detail = f"{v.exception} against v{v.winning_version} ({v.rule} rule)"
-        elif v.verdict == "anomaly":
-            detail = f"{v.exception} vs v{v.winning_version}; likely: {v.likely_reason}"
-        elif v.verdict == "reordered":
-            detail = "serialized before " + ", ".join(f"v{x}" for x in v.reordered_before)
-        else:
-            detail = v.why
-        t.add_row(
+    shown = [v for v in sorted(report.verdicts.values(), key=lambda x: x.version) if v.verdict != "skipped" or show_skipped]
+    profiles = Counter(v.profile_description for v in report.verdicts.values() if v.profile_description)
+    for desc, n in sorted(profiles.items(), key=lambda kv: -kv[1]):
+        head.append(f"\nrules: {safe.inert(desc, 300)} ({n} window{'' if n == 1 else 's'})", style="dim")
+    if shown:
+        head.append("\nwindow: winning commits · time from the read version's commit to this commit", style="dim")
+    cols = [
+        Col("version", justify="right"),
+        Col("readVersion", justify="right"),
+        Col("operation", 1, squeeze=10, wrap=True),
+        Col("window", 3, "right"),
+        Col("verdict"),
+        Col("winner / exception", squeeze=30, wrap=True),
+        Col("isolation", 4, squeeze=12),
+        Col("detail", 2, squeeze=24, wrap=True),
+    ]
+    several_profiles = len({v.profile for v in shown if v.profile}) > 1
+    if several_profiles:
+        cols.insert(6, Col("profile", 5, squeeze=10))
+    cells = []
+    for v in shown:
+        ms = durations.get(v.version)
+        row = [
             str(v.version),
             "" if v.read_version is None else str(v.read_version),
             safe.text(v.operation or "—", max_len=30),
-            f"{len(v.window)}",
+            f"{len(v.window)}" + (f" · {fmt_duration(ms)}" if ms is not None and v.window else ""),
             Text("would abort" if scenario and v.verdict == "anomaly" else v.verdict, style=VERDICT_STYLE.get(v.verdict, "")),
-            safe.text(v.profile, max_len=30),
+            safe.text(_winner_or_exception(v), max_len=300),
             safe.text(v.isolation_level or "", max_len=20),
-            safe.text(detail, max_len=300),
-        )
+            safe.text(in_words(_replay_detail(v, scenario)), max_len=300),
+        ]
+        if several_profiles:
+            row.insert(6, safe.text(v.profile, max_len=30))
+        cells.append(row)
     skipped = c.get("skipped", 0)
     tail = Text(f"{skipped} skipped window(s) hidden; --all shows them", style="dim") if skipped and not show_skipped else Text("")
-    return Group(head, t, tail)
+    return Group(head, fit_table(cols, cells, width), tail)
+
+
+def _nums(d: dict[str, Any], keys: Iterable[str]) -> list[str]:
+    return [str(d[k]) for k in keys]
+
+
+def _winner_or_exception(v: Any) -> str:
+    if v.verdict == "anomaly":
+        return f"{v.exception} vs v{v.winning_version}" if v.exception else "—"
+    if v.verdict == "reordered":
+        return "forgiven: " + ", ".join(f"v{x}" for x in v.reordered_before)
+    return ""
+
+
+def _replay_detail(v: Any, scenario: bool) -> str:
+    """What is the row's own: the likely reason of an anomaly, the rule a scenario would abort with,
+    the certainty notes of a pass (the profile's description is said once above the table)."""
+    if v.verdict == "anomaly":
+        return f"{v.rule} rule" if scenario else f"likely: {v.likely_reason}"
+    desc = v.profile_description
+    if desc and desc in v.why:
+        return v.why.split(desc, 1)[1].strip("; ")
+    return v.why
 
 
 def whatif_view(res: Any) -> RenderableType:
+    from forensics import in_words, rule_in_words
+
     r = res.result
     out = Text()
     style = VERDICT_STYLE.get(r.verdict, "")
     out.append("verdict: ", style="bold")
     out.append(r.verdict.upper(), style=style)
     if r.exception:
-        out.append(f"  {r.exception} against v{r.winning_version} ({r.rule})", style=style)
-    out.append(f"\nprofile: {safe.inert(r.profile)} ({safe.inert(res.profile_why, 300)})\n")
+        out.append(f"  {r.exception} against v{r.winning_version} ({rule_in_words(r.rule)})", style=style)
+    out.append(f"\nprofile: {safe.inert(r.profile)} ({safe.inert(in_words(res.profile_why), 300)})\n")
     out.append(f"isolation level: {res.isolation_level}; certainty: {r.certainty.value}\n")
     out.append(f"checked against: {', '.join('v' + str(v) for v in res.winners) or 'no winning commits'}\n")
-    out.append(f"read: {safe.inert(res.read_summary, 800)}\nwrite: {safe.inert(res.write_summary, 300)}\n")
+    out.append(f"read: {safe.inert(in_words(res.read_summary), 800)}\nwrite: {safe.inert(in_words(res.write_summary), 300)}\n")
     if r.partition:
         out.append(f"partition: {safe.inert(r.partition)}\n")
     if r.file:
@@ -197,7 +277,7 @@ def whatif_view(res: Any) -> RenderableType:
     if r.reordered_before:
         out.append(f"serialized before: {', '.join('v' + str(v) for v in r.reordered_before)} (reordered)\n", style="yellow")
     for n in res.notes:
-        out.append(f"note: {safe.inert(n, 400)}\n", style="dim")
+        out.append(f"note: {safe.inert(in_words(n), 400)}\n", style="dim")
     out.append("\nmessage the engine would print:\n", style="bold")
     out.append(safe.inert_multiline(r.message, 4000) + "\n")
     return out
@@ -222,3 +302,65 @@ def counterfactual_view(cf: Any):
     for n in cf.notes:
         lines.append(Text(f"  {inert(n, 500)}", style="dim"))
     return Group(*lines)
+
+
+STATS_COUNTERS = (  # (key, header) of a partition's counters; reorders are reordered commits
+    ("commits", "commits"), ("stale_windows", "stale\nwindows"), ("overlaps", "overlaps"),
+    ("conflicts", "conflicts"), ("reorders", "reordered"), ("aborted_attempts", "aborted"))
+
+
+def stats_view(st: Any, utc: bool | None = None, width: int | None = None) -> RenderableType:
+    """`stats` for the terminal, from a forensics.analysis Stats; every log string through forensics.safe.
+    Counts are in words: "reordered" is commits (the replay's count), forgiven pairs are said apart."""
+    width = width or console().width
+    utc = utc_default() if utc is None else utc
+    tot, wl = st.totals, st.window_lengths
+    parts: list[RenderableType] = [Text(f"{safe.inert(st.table, 300)}  versions {st.from_version}..{st.to_version}  window {st.window}", style="bold")]
+    items = [f"commits: {tot['commits']}", f"stale windows: {tot['stale_windows']}", f"conflicts: {tot['conflicts']}",
+             f"reordered commits: {tot['reordered_commits']} ({tot['forgiven_pairs']} forgiven pair{'' if tot['forgiven_pairs'] == 1 else 's'})",
+             f"aborted attempts: {tot['aborted_attempts']}", f"skipped windows: {tot['skipped']}"]
+    if wl.get("longest_ms") is not None:
+        items.append(f"longest window: {fmt_duration(wl['longest_ms'])} (v{wl['longest_version']}; median {fmt_duration(wl['median_ms'])})")
+    parts.append(wrapped(items, width))
+    keys = [k for k, _ in STATS_COUNTERS]
+    cols = [Col("partition", squeeze=16, wrap=True)] + [Col(h, justify="right") for _, h in STATS_COUNTERS]
+    parts += [Text("\nMost contended partitions", style="bold"),
+              fit_table(cols, [[safe.text(p["partition"])] + _nums(p, keys) for p in st.partitions], width)]
+    if st.files:
+        fkeys = ["conflicts", "reorders", "aborted_attempts"]
+        cols = [Col("file", squeeze=30, wrap=True), Col("conflicts", justify="right"), Col("reordered", justify="right"),
+                Col("aborted", justify="right")]
+        parts += [Text("\nMost contended files", style="bold"),
+                  fit_table(cols, [[safe.text(f["file"], max_len=400)] + _nums(f, fkeys) for f in st.files], width)]
+    if len(st.buckets) > 1:
+        cols = [Col("window start"), Col("partition", squeeze=12, wrap=True)] + [
+            Col(h, 1 if k in ("stale_windows", "overlaps") else 0, "right") for k, h in STATS_COUNTERS if k != "commits"]
+        rows = [[fmt_time(b["start_ms"], utc) or "?", safe.text(b["partitions"][0]["partition"])] + _nums(b["partitions"][0], keys[1:])
+                for b in st.buckets if b["partitions"]]
+        parts += [Text(f"\nHottest partition per {st.window} window", style="bold"), fit_table(cols, rows, width)]
+    cells = st.operation_matrix["cells"]
+    if cells:
+        cols = [Col("current → winner"), Col("pairs", justify="right"), Col("conflict", justify="right"),
+                Col("forgiven", justify="right"), Col("aborted", justify="right"), Col("clean", 1, "right"),
+                Col("unchecked", 2, "right")]
+        rows = [[f"{c['current']} → {c['winner']}"] + _nums(c, ("pairs", "conflict", "reordered", "aborted", "clean", "unchecked"))
+                for c in cells]
+        parts += [Text("\nOperation pairs: current transaction → winning commit", style="bold"), fit_table(cols, rows, width),
+                  Text("forgiven: pairs where the winner's blind append was forgiven (a reorder)", style="dim")]
+    conc = st.concurrency
+    if conc:
+        cols = [Col("bucket start"), Col("transactions", justify="right"), Col("max at\nonce", justify="right"),
+                Col("commits", justify="right"), Col("stale\nwindows", justify="right")]
+        rows = [[fmt_time(c["start_ms"], utc) or "?"] + _nums(c, ("transactions", "max_concurrent", "commits", "stale_windows"))
+                for c in conc[:48]]
+        parts += [Text("\nConcurrency: read→commit windows overlapping each bucket", style="bold"), fit_table(cols, rows, width)]
+    r = st.retries
+    totals = ", ".join(f"{safe.inert(k, 60)} {v}" for k, v in r["metric_totals"].items()) or "none"
+    parts.append(Text(f"\nRetry indications: operationMetrics {totals}; "
+                      f"{len(r['repeats'])} repeated commit(s) after a gap (inferred); {len(r['attempts'])} aborted attempt(s)"))
+    for x in r["repeats"][:10]:
+        parts.append(safe.text(f"  v{x['version']} repeats v{x['previous_version']} ({x['writer']}, {x['operation']}) "
+                               f"after {fmt_duration(x['gap_ms'])}"))
+    for n in st.notes:
+        parts.append(Text(safe.inert(n, 500), style="dim"))
+    return Group(*parts)

@@ -7,7 +7,8 @@ same format instead.
 
 `materialize_scenario` writes a scenario as a real `_delta_log` in its writer's on-disk form,
 through the synth writer (`forensics.synth.SparkLogWriter`, delta-spark's action and commitInfo
-classes, `forensics.synth.opparams` for delta-spark's parameter encoding): version 0 = the
+classes, `forensics.synth.opparams` for delta-spark's parameter encoding; a Databricks runtime adds
+its own commitInfo fields): version 0 = the
 setup, then one version per winning commit, then the current transaction *as the commit it
 would have written* (`transaction_version`). What a transaction read is never computed here:
 the log holds only what the engine records (operation, operationParameters, readVersion,
@@ -27,7 +28,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from forensics.model import EXCEPTION_NAMES, ISOLATION_LEVELS
+from forensics.model import EXCEPTION_NAMES, ISOLATION_LEVELS, operation_class
+from forensics.rules.isolation import operation_changes_data
 from forensics.rules.messages import DELTA_RS_VARIANT, delta_name
 from forensics.synth.actions import (
     AddFile,
@@ -42,12 +44,16 @@ from forensics.synth.actions import (
 )
 from forensics.synth.opparams import json_list
 from forensics.synth.sparkformat import SparkLogWriter
+from forensics.synth.sparktable import Databricks
 
 FORMAT = "delta-forensics/conformance-scenarios"
 FORMAT_VERSION = 1
 SCENARIO_DIR = "scenarios"  # inside this package
 
 ANY_CONFLICT = "CommitConflict"  # expected outcome: the test asserts some conflict, not which one
+
+SOURCE_KEYS = ("repo", "commit", "file", "test")  # an engine test: where it is, exactly as named there
+DOC_SOURCE_KEYS = ("url", "page", "table", "row")  # a documentation row: the page, its table, the row and cell
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Engine:
     engine_info: str  # commitInfo.engineInfo as the engine at the scenarios' source commit writes it
     outcomes: tuple[str, ...]  # the failure names its tests assert (besides "commit")
     release: str  # which build `engine_info` names, and why
+    source_keys: tuple[str, ...] = SOURCE_KEYS  # what a scenario's `source` names
 
 
 ENGINES: dict[str, Engine] = {
@@ -74,6 +81,12 @@ ENGINES: dict[str, Engine] = {
                                 ("ConcurrentWriteException", "ConcurrentTransactionException",
                                  "MetadataChangedException", "ProtocolChangedException"),
                                 "delta-io/delta bb1057f kernel (4.4.0-SNAPSHOT), kernel-defaults test engine"),
+    # Databricks Runtime is closed source: its scenarios are the rows of its documentation's conflict
+    # tables, which say "can conflict" without naming an exception (hence ANY_CONFLICT). engineInfo is
+    # "Databricks-Runtime/<runtime>", the runtime per scenario (`runtime`), 14.3 LTS when not given.
+    "databricks": Engine("databricks", "Databricks-Runtime/14.3.x-scala2.12", (*EXCEPTION_NAMES, ANY_CONFLICT),
+                         "Databricks documentation (conflict-rules §11); the runtime each scenario names",
+                         DOC_SOURCE_KEYS),
 }
 
 # delta-rs operations that put readVersion into their commitInfo (app_metadata "readVersion"):
@@ -97,9 +110,8 @@ SCENARIO_KEYS = {  # key -> required
     "id": True, "title": True, "engine": True, "source": True, "isolation": True, "partition_columns": True,
     "schema": True, "table_properties": True, "table_protocol": True, "setup_files": True, "transaction": True,
     "winning_commits": True, "expected": True, "whatif": False, "not_expressible": False, "remarks": False,
-    "known_difference": False,
+    "known_difference": False, "runtime": False, "clustering_columns": False,
 }
-SOURCE_KEYS = ("repo", "commit", "file", "test")
 TRANSACTION_KEYS = {"operation": True, "read": True, "is_blind_append": True, "actions": True, "mode": False,
                     "commit": False, "sql": False, "condition": False, "tags": False}
 COMMIT_KEYS = {"operation": False, "parameters": False}
@@ -119,6 +131,7 @@ ACTION_REQUIRED = {  # Delta's on-disk action name -> fields a scenario must giv
     "domainMetadata": ("domain", "configuration", "removed"),
 }
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+_RUNTIME = re.compile(r"^\d+\.\d+\.x-(?:photon-)?scala2\.1[23]$")  # what follows "Databricks-Runtime/"
 _MIN_REASON = 20  # a reason is a sentence, not a word
 
 
@@ -222,10 +235,12 @@ def validate_scenario(s: Any) -> list[str]:
     engine = s.get("engine")
     if engine not in ENGINES:
         out.append(f"{where}: unknown engine {engine!r} (known: {sorted(ENGINES)})")
-    src = s.get("source")
-    if not (isinstance(src, dict) and set(src) == set(SOURCE_KEYS)
-            and all(isinstance(src[k], str) and src[k] for k in SOURCE_KEYS)):
-        out.append(f"{where}: source needs exactly {list(SOURCE_KEYS)}, each non-empty")
+    src, src_keys = s.get("source"), (ENGINES[engine].source_keys if engine in ENGINES else SOURCE_KEYS)
+    if not (isinstance(src, dict) and set(src) == set(src_keys)
+            and all(isinstance(src[k], str) and src[k] for k in src_keys)):
+        out.append(f"{where}: source needs exactly {list(src_keys)}, each non-empty")
+    if "runtime" in s and not (engine == "databricks" and isinstance(s["runtime"], str) and _RUNTIME.match(s["runtime"])):
+        out.append(f"{where}: runtime is a Databricks scenario's runtime as engineInfo names it (e.g. 14.3.x-scala2.12)")
     iso = s.get("isolation")
     if iso is not None and not (isinstance(iso, dict) and set(iso) == {"table", "transaction"}
                                 and iso["table"] in ("Serializable", "WriteSerializable")
@@ -240,6 +255,10 @@ def validate_scenario(s: Any) -> list[str]:
         out.append(f"{where}: schema maps each column to a type name or {{type, metadata}}")
     elif _is_str_list(pcols) and not set(pcols) <= set(schema):
         out.append(f"{where}: a partition column is missing from schema")
+    cc = s.get("clustering_columns")
+    if cc is not None and not (_is_str_list(cc) and cc and isinstance(schema, dict) and set(cc) <= set(schema)
+                               and not set(cc) & set(pcols or [])):
+        out.append(f"{where}: clustering_columns lists schema columns that are not partition columns")
     if not _is_str_map(s.get("table_properties")):
         out.append(f"{where}: table_properties maps names to string values")
     out += [f"{where}: table_protocol {p}" for p in
@@ -504,14 +523,15 @@ def derived_blind_append(txn: dict[str, Any]) -> bool:
     return all(k != "remove" for k in kinds) and not _read_anything(txn["read"])
 
 
-def _winner_level(s: dict[str, Any], actions: list[dict[str, Any]]) -> str:
-    """A winner's recorded isolationLevel: SnapshotIsolation when it only rearranges files
-    (every action a file action with dataChange false) on a Serializable table, else the table's
-    level. Winners' levels are shown, never checked."""
+def _winner_level(s: dict[str, Any], actions: list[dict[str, Any]], operation: str | None) -> str:
+    """A winner's recorded isolationLevel, as delta-spark computes it (conflict-rules §2.1):
+    SnapshotIsolation when it only rearranges files (every action a file action with dataChange
+    false) on a Serializable table, or on a WriteSerializable one under an operation that changes
+    no data (OPTIMIZE); else the table's level. Winners' levels are shown, never checked."""
     table_level, _ = _levels(s)
     files = [a for a in actions if next(iter(a)) in ("add", "remove")]
     if actions and len(files) == len(actions) and not any(next(iter(a.values())).get("dataChange") for a in files) \
-            and table_level == "Serializable":
+            and (table_level == "Serializable" or not operation_changes_data(operation)):
         return "SnapshotIsolation"
     return table_level
 
@@ -531,7 +551,7 @@ class _Writer:
 
     def __init__(self, s: dict[str, Any]):
         self.s = s
-        self.info = ENGINES[s["engine"]].engine_info
+        self.info = engine_info(s)
 
     # file actions, metadata, protocol, txn, domain metadata: the delta-spark forms (Jackson
     # declaration order, forensics.synth.actions); delta-rs overrides the file actions it writes differently.
@@ -627,6 +647,7 @@ class _SparkWriter(_Writer):
     """delta-spark: `CommitInfo` in Jackson order; list/map parameters as JSON text (conflict-rules §8.1)."""
 
     engine = "delta-spark"
+    managed = "false"  # CREATE TABLE's isManaged: the engine tests write path-based tables
 
     @staticmethod
     def params(params: dict[str, Any]) -> dict[str, Any]:
@@ -639,7 +660,7 @@ class _SparkWriter(_Writer):
         return out
 
     def commit_info(self, version: int, op: str, params: dict[str, Any], read_version: int | None, level: str | None,
-                    blind: bool | None, tags: dict[str, str] | None) -> dict[str, Any]:
+                    blind: bool | None, tags: dict[str, str] | None, actions: list[dict[str, Any]]) -> dict[str, Any]:
         return CommitInfo(timestamp=_ts(version), operation=op, operation_parameters=self.params(params),
                           read_version=read_version, isolation_level=level, is_blind_append=blind,
                           engine_info=self.info, txn_id=_txn_id(self.s, version), tags=tags or None).to_obj()
@@ -647,24 +668,85 @@ class _SparkWriter(_Writer):
     def setup(self) -> list[dict[str, Any]]:
         md = setup_metadata(self.s)
         op = "CREATE TABLE AS SELECT" if self.s["setup_files"] else "CREATE TABLE"
-        params = {"partitionBy": list(md["partitionColumns"]), "clusterBy": [], "description": None,
-                  "isManaged": "false", "properties": md["configuration"]}
-        ci = self.commit_info(0, op, {k: v for k, v in params.items() if v is not None}, None, "Serializable", True, None)
-        return [ci, self.metadata(md), self.protocol(self.s["table_protocol"]),
+        clustering = list(self.s.get("clustering_columns") or [])
+        params = {"partitionBy": list(md["partitionColumns"]), "clusterBy": clustering, "description": None,
+                  "isManaged": self.managed, "properties": md["configuration"]}
+        files = [{"add": f} for f in self.s["setup_files"]]
+        ci = self.commit_info(0, op, {k: v for k, v in params.items() if v is not None}, None, self.setup_level(),
+                              True, None, files)
+        domains = [self.domain(clustering_domain(clustering))] if clustering else []
+        return [ci, self.metadata(md), self.protocol(self.s["table_protocol"]), *domains,
                 *(self.add(f, 0) for f in self.s["setup_files"])]
+
+    def setup_level(self) -> str:
+        return "Serializable"  # the engine tests' tables (OSS accepts no other table level)
 
     def winner(self, w: dict[str, Any], version: int) -> list[dict[str, Any]]:
         op, params = _winner_commit(w)
-        ci = self.commit_info(version, op or "WRITE", params, version - 1, _winner_level(self.s, w["actions"]),
-                              w.get("is_blind_append"), w.get("tags"))
+        ci = self.commit_info(version, op or "WRITE", params, version - 1, _winner_level(self.s, w["actions"], op or "WRITE"),
+                              w.get("is_blind_append"), w.get("tags"), w["actions"])
         return [ci, *self.actions(w["actions"], version)]
 
     def transaction(self) -> list[dict[str, Any]]:
         txn, v = self.s["transaction"], transaction_version(self.s)
         op, params = _commit(txn)
         blind = txn["is_blind_append"] if txn.get("is_blind_append") is not None else derived_blind_append(txn)
-        ci = self.commit_info(v, op, params, 0, _levels(self.s)[1], blind, txn.get("tags"))
+        ci = self.commit_info(v, op, params, 0, _levels(self.s)[1], blind, txn.get("tags"), txn["actions"])
         return [ci, *self.actions(txn["actions"], v)]
+
+
+def clustering_domain(columns: list[str]) -> dict[str, Any]:
+    """The `delta.clustering` domain a liquid-clustered table's CREATE writes (its clustering columns)."""
+    return {"domain": "delta.clustering", "removed": False,
+            "configuration": dumps({"clusteringColumns": [[c] for c in columns], "domainName": "delta.clustering"})}
+
+
+class _DatabricksWriter(_SparkWriter):
+    """Databricks Runtime: delta-spark's commitInfo plus the fields a runtime adds (userId, userName,
+    notebook, clusterId, operationMetrics, the `restoresDeletedRows` tag), engineInfo naming the
+    runtime (`Databricks-Runtime/14.3.x-scala2.12`), WRITE and CREATE parameters with `statsOnLoad`,
+    managed tables (forensics.synth.sparktable.Databricks holds the observed field values)."""
+
+    engine = "databricks"
+    managed = "true"
+    who = Databricks()
+
+    def setup_level(self) -> str:
+        return _levels(self.s)[0]
+
+    def commit_info(self, version: int, op: str, params: dict[str, Any], read_version: int | None, level: str | None,
+                    blind: bool | None, tags: dict[str, str] | None, actions: list[dict[str, Any]]) -> dict[str, Any]:
+        if op in ("WRITE", "CREATE TABLE AS SELECT", "CREATE TABLE") and "statsOnLoad" not in params:
+            params = {**params, "statsOnLoad": False}
+        db = self.who
+        return CommitInfo(timestamp=_ts(version), operation=op, operation_parameters=self.params(params),
+                          read_version=read_version, isolation_level=level, is_blind_append=blind,
+                          operation_metrics=databricks_metrics(op, actions), engine_info=self.info,
+                          txn_id=_txn_id(self.s, version), user_id=db.user_id, user_name=db.user_name,
+                          notebook={"notebookId": db.notebook_id} if db.notebook_id else None,
+                          cluster_id=db.cluster_id, tags={**db.tags, **(tags or {})}).to_obj()
+
+
+def databricks_metrics(op: str, actions: list[dict[str, Any]]) -> dict[str, str]:
+    """operationMetrics as a runtime records them for the commit's file actions (strings, as on disk)."""
+    adds = [a["add"] for a in actions if "add" in a]
+    removes = [a["remove"] for a in actions if "remove" in a]
+
+    def rows(fs: list[dict[str, Any]]) -> int:
+        return sum(int(json.loads(f["stats"]).get("numRecords", 0)) for f in fs if f.get("stats"))
+
+    def size(fs: list[dict[str, Any]]) -> int:
+        return sum(int(f.get("size", DEFAULT_SIZE)) for f in fs)
+
+    kind = operation_class(op)
+    if kind == "INSERT" or op.startswith("CREATE"):
+        return {"numFiles": str(len(adds)), "numOutputRows": str(rows(adds)), "numOutputBytes": str(size(adds))}
+    if kind in ("UPDATE/DELETE/MERGE", "OPTIMIZE"):
+        dvs = sum(1 for f in adds if f.get("deletionVector"))
+        return {"numAddedFiles": str(len(adds) - dvs), "numRemovedFiles": str(len(removes) - dvs),
+                "numDeletionVectorsAdded": str(dvs), "numDeletionVectorsRemoved": str(sum(1 for f in removes if f.get("deletionVector"))),
+                "numAddedBytes": str(size(adds)), "numRemovedBytes": str(size(removes)), "executionTimeMs": "1830"}
+    return {}
 
 
 class _DeltaRsWriter(_Writer):
@@ -802,7 +884,15 @@ class _KernelWriter(_Writer):
 
 _WRITERS: dict[str, Callable[[dict[str, Any]], _Writer]] = {
     "delta-spark": _SparkWriter, "delta-rs": _DeltaRsWriter, "delta-kernel-java": _KernelWriter,
+    "databricks": _DatabricksWriter,
 }
+
+
+def engine_info(s: dict[str, Any]) -> str:
+    """commitInfo.engineInfo of the scenario's writer: its engine's, or the Databricks runtime it names."""
+    if s["engine"] == "databricks" and s.get("runtime"):
+        return f"Databricks-Runtime/{s['runtime']}"
+    return ENGINES[s["engine"]].engine_info
 
 
 def scenario_commits(s: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -823,7 +913,7 @@ def materialize_scenario(s: dict[str, Any], directory: str | Path) -> Path:
     `forensics.synth.SparkLogWriter` (one JSON object per line, put-if-absent version files).
     """
     root = Path(directory) / s["id"]
-    writer = SparkLogWriter(root, engine_info=ENGINES[s["engine"]].engine_info)
+    writer = SparkLogWriter(root, engine_info=engine_info(s))
     for version, objs in enumerate(scenario_commits(s)):
         writer.commit(objs, version=version, sort=False)
     return root

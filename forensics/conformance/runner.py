@@ -38,6 +38,7 @@ from forensics.conformance.cases import (
     whatif_request,
 )
 from forensics.errors import ForensicsError
+from forensics.schemas import camel_keys
 
 # status of one path of one scenario
 AGREE = "agree"
@@ -54,7 +55,7 @@ def run_conformance(cases_path: str | Path | None = None, *, spark_factory: Call
                     workdir: str | None = None) -> dict[str, Any]:
     """Answer every scenario of the shipped set (`cases_path` None) or of a scenario file/folder.
 
-    Returns {"total", "explain_agree", "whatif_agree", "documented", "findings", "by_engine", "summary",
+    Returns {"total", "explainAgree", "whatifAgree", "documented", "findings", "byEngine", "summary",
     "cases": [...]}: per case the engine, the expected outcome, explain's and whatif's answers, and
     each path's status (agree / disagree / not expressible / known difference / known difference
     no longer reproduces) with its reason. `spark_factory` (or `master`/`remote`) chooses the
@@ -73,15 +74,15 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
     def counts(cs: list[dict[str, Any]]) -> dict[str, int]:
         return {
             "total": len(cs),
-            "explain_agree": sum(1 for c in cs if c["explain"]["status"] == AGREE),
-            "whatif_agree": sum(1 for c in cs if c["whatif"]["status"] == AGREE),
+            "explainAgree": sum(1 for c in cs if c["explain"]["status"] == AGREE),
+            "whatifAgree": sum(1 for c in cs if c["whatif"]["status"] == AGREE),
             "documented": sum(1 for c in cs if any(c[p]["status"] in DOCUMENTED for p in PATHS)),
             "findings": sum(1 for c in cs if any(c[p]["status"] in FINDINGS for p in PATHS)),
         }
 
     out: dict[str, Any] = counts(cases)
     engines = [e for e in ENGINES if any(c["engine"] == e for c in cases)]
-    out["by_engine"] = {e: counts([c for c in cases if c["engine"] == e]) for e in engines}
+    out["byEngine"] = {e: counts([c for c in cases if c["engine"] == e]) for e in engines}
     out["summary"] = summary_line(out)
     out["cases"] = cases
     return out
@@ -89,7 +90,7 @@ def summarise(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summary_line(c: dict[str, int]) -> str:
     m = c["total"]
-    return (f"{c['explain_agree']} of {m} agree through explain, {c['whatif_agree']} of {m} through whatif, "
+    return (f"{c['explainAgree']} of {m} agree through explain, {c['whatifAgree']} of {m} through whatif, "
             f"{c['documented']} with a documented reason")
 
 
@@ -101,8 +102,8 @@ def run_scenario(s: dict[str, Any], where: Path, *, spark: Any = None, master: s
     expected = s["expected"]
     out: dict[str, Any] = {
         "id": s["id"], "title": s["title"], "engine": s["engine"], "source": dict(s["source"]),
-        "expected": expected["outcome"], "expected_error_class": expected.get("error_class"),
-        "expected_winner": expected_winner(s), "version": transaction_version(s),
+        "expected": expected["outcome"], "expectedErrorClass": expected.get("error_class"),
+        "expectedWinner": expected_winner(s), "version": transaction_version(s),
     }
     root = materialize_scenario(s, where)
     try:
@@ -169,8 +170,8 @@ def _explain(s: dict[str, Any], table: Any, problem: str | None) -> dict[str, An
     status, reason = _status(agrees, nx, known)
     return {
         "answer": answer, "status": status, "reason": reason, "verdict": v.verdict, "exception": v.exception,
-        "winning_version": v.winning_version, "error_class": res.error_class if res else None, "rule": v.rule,
-        "profile": v.profile, "isolation_level": v.isolation_level, "why": v.why,
+        "winningVersion": v.winning_version, "errorClass": res.error_class if res else None, "rule": v.rule,
+        "profile": v.profile, "isolationLevel": v.isolation_level, "why": v.why,
         "read": ex.sets.to_dict()["read"],
     }
 
@@ -180,14 +181,15 @@ def _whatif(s: dict[str, Any], table: Any, problem: str | None) -> dict[str, Any
     req = whatif_request(s)
     if req is None:
         return {"answer": "not asked", "status": NOT_EXPRESSIBLE, "reason": nx, "request": None}
+    request = camel_keys(req, keep=("partitions",))
     if table is None or problem:
         status, reason = _status(False, nx, known)
-        return {"answer": f"error: {problem}", "status": status, "reason": reason or problem, "request": req}
+        return {"answer": f"error: {problem}", "status": status, "reason": reason or problem, "request": request}
     try:
         wi = table.whatif(**req)
     except ForensicsError as e:
         status, reason = _status(False, nx, known)
-        return {"answer": f"error: {e.one_line()}", "status": status, "reason": reason, "request": req}
+        return {"answer": f"error: {e.one_line()}", "status": status, "reason": reason, "request": request}
     r = wi.result
     answer = f"abort {r.exception} v{r.winning_version}" if r.verdict == "abort" else r.verdict
     exp_ = s["expected"]
@@ -198,8 +200,8 @@ def _whatif(s: dict[str, Any], table: Any, problem: str | None) -> dict[str, Any
                   and outcome_agrees(exp_, r.exception, r.error_class, r.message))
     status, reason = _status(agrees, nx, known)
     return {
-        "answer": answer, "status": status, "reason": reason, "request": req, "verdict": r.verdict,
-        "exception": r.exception, "winning_version": r.winning_version, "error_class": r.error_class, "rule": r.rule,
-        "profile": r.profile, "isolation_level": wi.isolation_level, "why": r.why, "read": wi.read_summary,
+        "answer": answer, "status": status, "reason": reason, "request": request, "verdict": r.verdict,
+        "exception": r.exception, "winningVersion": r.winning_version, "errorClass": r.error_class, "rule": r.rule,
+        "profile": r.profile, "isolationLevel": wi.isolation_level, "why": r.why, "read": wi.read_summary,
         "write": wi.write_summary,
     }

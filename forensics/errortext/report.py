@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from forensics.times import with_iso
+
 # Message families (conflict-rules §7): which template set printed the text. The lead maps a family onto
 # a rule profile; "databricks" wins over the OSS families when the text carries a Databricks
 # signal (tahoe package, Databricks docs link, Databricks ODBC/JDBC driver, engineInfo).
@@ -46,7 +48,7 @@ class WinnerHint:
     json_problems: tuple[str, ...] = ()  # what the lenient parser had to tolerate
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return with_iso({
             "version": self.version,
             "txnId": self.txn_id,
             "timestamp": self.timestamp,
@@ -61,7 +63,7 @@ class WinnerHint:
             "jsonPresent": self.json_present,
             "redactedKeys": list(self.redacted_keys),
             "jsonProblems": list(self.json_problems),
-        }
+        }, "timestamp")
 
 
 @dataclass(frozen=True)
@@ -130,7 +132,7 @@ class EventLogFailure:
     log_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return with_iso({
             "executionId": self.execution_id,
             "description": self.description,
             "startMs": self.start_ms,
@@ -140,4 +142,4 @@ class EventLogFailure:
             "source": self.source,
             "jobIds": list(self.job_ids),
             "logFile": self.log_file,
-        }
+        }, "startMs", "endMs")

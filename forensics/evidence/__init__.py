@@ -34,16 +34,16 @@ class Evidence:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "orphan_files": [f.path for f in self.orphan_files],
-            "unknown_files": [f.path for f in self.unknown_files],
-            "unknown_why": (
+            "orphanFiles": [f.path for f in self.orphan_files],
+            "unknownFiles": [f.path for f in self.unknown_files],
+            "unknownWhy": (
                 f"unreferenced files older than the oldest retained commit (v{self.oldest_retained}) may have been removed "
                 "by a commit that is no longer retained: they cannot be told from orphans" if self.unknown_files else None
             ),
             "attempts": [a.to_dict() for a in self.attempts],
-            "stray_commit_files": [s.to_dict() for s in self.stray_commit_files],
-            "file_times_trusted": self.clock.trusted,
-            "file_times_why": self.clock.why,
+            "strayCommitFiles": [s.to_dict() for s in self.stray_commit_files],
+            "fileTimesTrusted": self.clock.trusted,
+            "fileTimesWhy": self.clock.why,
             "findings": [f.to_dict() for f in self.findings],
         }
 

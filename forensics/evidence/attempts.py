@@ -13,6 +13,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,6 +21,8 @@ import polars as pl
 
 from forensics.evidence.walk import DataFile
 from forensics.log.delta_log import DeltaLog
+from forensics.schemas import camel_keys
+from forensics.times import with_iso
 
 RE_PART = re.compile(r"^part-(\d{5})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[.-]c(\d{3})(.*)$")
 MIN_GAP_MS = 5
@@ -40,6 +43,7 @@ class Attempt:
     winning_version: int | None = None
     rule: str | None = None
     hypothesis: str | None = None
+    operation: str | None = None  # the operation the hypothesis replayed (not in the JSON: `hypothesis` says it in words)
     read_version: int | None = None
     partition: dict | None = None
     file: str | None = None
@@ -50,31 +54,32 @@ class Attempt:
     tried: list[dict[str, Any]] = field(default_factory=list)
     # Other first conflicts the same orphan files allow (another read version or hypothesis): without
     # the loser's readVersion these are as consistent as the one shown, so an answer must name them.
-    alternatives: list[dict[str, Any]] = field(default_factory=list)
+    # Computed on demand (explain-error from a text alone): it replays every hypothesis at every read
+    # version, which `evidence` over a whole table does not need.
+    other_first_conflicts: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return with_iso({
             "files": [f.path for f in self.files],
             "partitions": self.partitions,
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-            "grouped_by": self.grouped_by,
-            "concurrent_versions": self.concurrent_versions,
-            "landed_after": self.landed_after,
-            "likely_exception": self.likely_exception,
-            "winning_version": self.winning_version,
+            "firstSeen": self.first_seen,
+            "lastSeen": self.last_seen,
+            "groupedBy": self.grouped_by,
+            "concurrentVersions": self.concurrent_versions,
+            "landedAfter": self.landed_after,
+            "likelyException": self.likely_exception,
+            "winningVersion": self.winning_version,
             "rule": self.rule,
             "hypothesis": self.hypothesis,
-            "read_version": self.read_version,
+            "readVersion": self.read_version,
             "partition": self.partition,
             "file": self.file,
             "certainty": self.certainty,
-            "retry_version": self.retry_version,
-            "stray_commit": self.stray_commit,
+            "retryVersion": self.retry_version,
+            "strayCommit": self.stray_commit,
             "why": self.why,
-            "tried": self.tried,
-            "alternatives": self.alternatives,
-        }
+            "tried": camel_keys(self.tried),
+        }, "firstSeen", "lastSeen")
 
 
 def job_uuid(name: str) -> tuple[str | None, str]:

@@ -18,6 +18,7 @@ from forensics.sets.commit_sets import StateIndex
 
 if TYPE_CHECKING:
     from forensics.evidence import Evidence
+    from forensics.replay.advice import Advice
 
 
 @dataclass(frozen=True)
@@ -31,12 +32,25 @@ class DefeatedAttempt:
     loser_of: int  # the version it lost to
     why: str | None
     advice: tuple[str, ...] | None = None  # the error text's own advice (None: from evidence)
+    # What the loser is taken to have done (for the incident story; not in the JSON): the version it
+    # read, the partitions it wrote (its orphan files), what it did in words, and its re-run if one landed.
+    read_version: int | None = None
+    wrote: tuple[dict[str, Any], ...] = ()
+    hypothesis: str | None = None
+    retry_version: int | None = None
+    operation: str | None = None  # the operation its replay took it for (its re-run's when one landed)
+
+    def fixes(self) -> list["Advice"]:
+        """The error text's advice as Advice records, resting on this attempt's source."""
+        from forensics.replay.advice import Advice
+
+        return [Advice("For the aborted transaction", text, self.source) for text in self.advice or ()]
 
     def to_dict(self) -> dict[str, Any]:
         d = {"source": self.source, "exception": self.exception, "partition": self.partition, "file": self.file,
-             "loser_of": self.loser_of, "why": self.why}
+             "loserOf": self.loser_of, "why": self.why}
         if self.advice is not None:
-            d["advice"] = list(self.advice)
+            d["advice"] = [a.to_dict() for a in self.fixes()]
         return d
 
 
@@ -72,7 +86,9 @@ def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateI
     how = exp.match.how if exp.match else "replay"
     name = "stdin" if error_file == "-" else Path(error_file).name
     return [DefeatedAttempt(f"error text {name} (winner found by {how})", rep.exception, rep.partition, rep.file, version,
-                            exp.match.why if exp.match else exp.why, tuple(exp.advice))]
+                            exp.match.why if exp.match else exp.why, tuple(exp.advice),
+                            exp.replay.request.read_version if exp.replay else None, tuple(exp.loser_partitions), exp.hypothesis,
+                            None, exp.replay.request.operation if exp.replay else None)]
 
 
 def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[DefeatedAttempt]:
@@ -85,7 +101,8 @@ def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[Defea
         if a.winning_version != version:
             continue
         where = ", ".join(_pstr(p) for p in a.partitions) or "the table root"
-        out.append(DefeatedAttempt(f"orphan files ({len(a.files)}) in {where}", a.likely_exception, a.partition, a.file, version, a.why))
+        out.append(DefeatedAttempt(f"orphan files ({len(a.files)}) in {where}", a.likely_exception, a.partition, a.file, version, a.why,
+                                   None, a.read_version, tuple(a.partitions), a.hypothesis, a.retry_version, a.operation))
     return out
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 
@@ -205,10 +206,12 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     h, R, res = found
     r = res.result
     if read_version is None:
-        attempt.alternatives = _alternatives(log, state, attempt, hyps, read_versions(max(after) if extended else until),
-                                             max(after) if extended else until, rules, (r.exception, r.winning_version))
+        upto = max(after) if extended else until
+        attempt.other_first_conflicts = partial(_alternatives, log, state, attempt, hyps, read_versions(upto), upto, rules,
+                                                (r.exception, r.winning_version))
     attempt.likely_exception, attempt.winning_version, attempt.rule = r.exception, r.winning_version, r.rule
     attempt.hypothesis, attempt.read_version, attempt.partition, attempt.file = h.label, R, r.partition, r.file
+    attempt.operation = h.operation
     attempt.tried = [{"hypothesis": t, "verdict": "commit"} for t in tried] + [{"hypothesis": h.label, "verdict": "abort", "read_version": R}]
     less = f"; hypotheses reading less ({'; '.join(tried)}) commit in the same window" if tried else ""
     attempt.why = (

@@ -24,6 +24,7 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.times import fmt_time, utc_default
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex
+from forensics.replay.advice import Advice
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
 from forensics.evidence.winner import WinnerMatch, find_winner
 
@@ -87,26 +88,36 @@ class ErrorExplanation:
     why: str
     loser_partitions: list[dict[str, Any]] = field(default_factory=list)
     window: tuple[int, int] | None = None
+    fixes: list[Advice] = field(default_factory=list)  # `advice` as records: what to do, the example, the evidence
+    read_why: str | None = None  # which version the loser is taken to have read, and how that is known
+    # The incident story (forensics.analysis.story), set by the front object: the evidence stage
+    # comes before the analysis stage that tells it.
+    story_lines: list[Any] = field(default_factory=list)
+
+    def story(self) -> list[Any]:
+        """The incident in a few plain lines (StoryLine): who won, what each side did, the rule, how sure, what to change."""
+        return list(self.story_lines)
 
     def to_dict(self) -> dict[str, Any]:
         r = self.report
         return {
             "recognized": r.recognized,
             "exception": r.exception,
-            "error_class": r.error_class,
+            "errorClass": r.error_class,
             "family": r.family,
             "rule": r.rule,
             "partition": r.partition,
             "file": r.file,
             "winner": r.winner.to_dict() if r.winner else None,
-            "winning_version": self.winning_version,
-            "winner_match": self.match.to_dict() if self.match else None,
+            "winningVersion": self.winning_version,
+            "winnerMatch": self.match.to_dict() if self.match else None,
             "replay": self.replay.to_dict() if self.replay else None,
             "hypothesis": self.hypothesis,
             "reproduced": self.reproduced,
             "certainty": "inferred" if self.replay else None,
-            "advice": self.advice,
+            "advice": [a.to_dict() for a in self.fixes],  # the same records as explain's advice
             "why": self.why,
+            "story": [line.text for line in self.story_lines],
         }
 
 
@@ -164,7 +175,8 @@ def loser_hypotheses(log: DeltaLog, report: ErrorReport, winner: int, parts: lis
     """What the loser may have done, most likely first; what the user stated comes before any guess."""
     guesses = _guesses(log, report, winner, parts)
     if facts is not None and facts.operation:
-        said = " ".join(x for x in (facts.operation.upper(), facts.predicate and f"WHERE {facts.predicate}") if x)
+        kw = "ON" if facts.operation.upper() == "MERGE" else "WHERE"
+        said = " ".join(x for x in (facts.operation.upper(), facts.predicate and f"{kw} {facts.predicate}") if x)
         return [Hypothesis(f"as stated: {said}", facts.operation.upper(), predicate=facts.predicate), *guesses]
     return guesses
 
@@ -339,7 +351,8 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
             if ev_hits:
                 # The other first conflicts the same attempts allow at another read version are as
                 # consistent with the text: name them all (the user's --read-version settles it).
-                others = {alt["winning_version"] for a, _ in ev_hits for alt in a.alternatives
+                others = {alt["winning_version"] for a, _ in ev_hits if a.other_first_conflicts is not None
+                          for alt in a.other_first_conflicts()
                           if alt["exception"] == report.exception and alt["winning_version"] in cands}
                 vs = sorted({v for _, v in ev_hits} | others)
                 a0 = ev_hits[0][0]
@@ -361,6 +374,7 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
     elif winner is None and match.ambiguous:
         whys.append("ambiguous: not replayed")
     replay = hyp = None
+    rwhy: str | None = None
     reproduced = False
     if winner is not None and report.rule != "max-retries":
         start = window[0] if window else None
@@ -388,18 +402,17 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
                             f"{r.verdict}{' ' + str(r.exception) if r.exception else ''}); the loser did something the text does not reveal")
     if facts is not None and facts.said():
         whys.append("you said: " + ", ".join(facts.said()))
-    advice = advice_for_error(log, state, report, winner, replay, parts)
-    return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced, advice, "; ".join(whys), parts, window)
+    conditions = [(facts.predicate, "your condition, as given")] if facts is not None and facts.predicate else []
+    fixes = advice_for_error(log, state, report, winner, replay, parts, conditions)
+    return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced,
+                            [a.sentence() for a in fixes], "; ".join(whys), parts, window, fixes,
+                            rwhy or None)
 
 
 def text_only_explanation(report: ErrorReport) -> dict[str, Any]:
-    """What an error text says on its own (no table given): the `explain-error --json` shape, nothing replayed."""
-    from forensics.replay.advice import general_advice
+    """What an error text says on its own (no table given): the `explain-error --json` object, nothing replayed."""
+    from forensics.replay.advice import general_fixes
 
-    return {
-        "recognized": report.recognized, "exception": report.exception, "error_class": report.error_class,
-        "family": report.family, "rule": report.rule, "partition": report.partition, "file": report.file,
-        "winner": report.winner.to_dict() if report.winner else None, "winning_version": None,
-        "winner_match": None, "replay": None, "advice": general_advice(report),
-        "why": "no table given: what the text says, nothing replayed",
-    }
+    fixes = general_fixes(report.rule)
+    return ErrorExplanation(report, None, None, None, None, False, [a.sentence() for a in fixes],
+                            "no table given: what the text says, nothing replayed", fixes=fixes).to_dict()

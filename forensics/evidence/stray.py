@@ -17,6 +17,7 @@ from typing import Any
 from forensics.log import listing as L
 from forensics.log.delta_log import DeltaLog, read_small
 from forensics.safe import inert
+from forensics.times import with_iso
 
 _VERSION = re.compile(r"(\d{20})")
 MAX_LINES = 100_000
@@ -43,13 +44,13 @@ class StrayCommit:
     readable: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        return with_iso({
             "file": self.file, "kind": self.kind, "version": self.version, "mtime": self.mtime_ms,
             "operation": self.operation, "readVersion": self.read_version, "timestamp": self.timestamp,
             "txnId": self.txn_id, "engineInfo": self.engine_info, "isBlindAppend": self.is_blind_append,
             "adds": self.adds, "removes": self.removes, "partitions": self.partitions,
             "metadata": self.metadata, "appIds": self.app_ids, "readable": self.readable, "why": self.why,
-        }
+        }, "mtime", "timestamp")
 
 
 def _parse(raw: bytes, sc: StrayCommit) -> None:

@@ -1,5 +1,6 @@
-"""Exports of the one Timeline model (forensics.analysis.timeline): tables, Chrome trace, Mermaid, HTML;
-and of a TUI view's rows (`write_view`).
+"""Exports of the one Timeline model (forensics.analysis.timeline): tables, Chrome trace, Mermaid, the
+HTML post-mortem; and of a TUI view's rows (`write_view`). Any of them redacted for sharing outside
+the team (`forensics.export.redact`: stable placeholders for users, clusters, buckets, hosts...).
 
 Nothing here writes under a table directory: `check_output_path`, the one write guard, refuses such a path.
 """
@@ -12,10 +13,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forensics.errors import ExitCode, ForensicsError
 from forensics.analysis.timeline import Timeline
+
+if TYPE_CHECKING:
+    from forensics.export.postmortem import Postmortem
 
 FORMATS = ("json", "csv", "parquet", "chrome-trace", "mermaid", "html")
 EXPORT_FORMATS = FORMATS
@@ -60,9 +64,14 @@ def default_export_name(view: str, table_location: str, fmt: str = "json") -> Pa
     return Path.cwd() / f"delta-forensics-{view}-{name}-{stamp}.{fmt}"
 
 
-def write_view(path: str | Path, payload: dict[str, Any], table_location: str) -> Path:
-    """A view's payload as JSON, or its rows as CSV when the name ends in `.csv`; atomically."""
+def write_view(path: str | Path, payload: dict[str, Any], table_location: str, *, redact: bool = False) -> Path:
+    """A view's payload as JSON, or its rows as CSV when the name ends in `.csv`; atomically.
+    `redact`: identities replaced (those the payload's commitInfo fields name, e-mails, URIs, the location's)."""
     target = check_output_path(path, table_location, make_parents=True)
+    if redact:
+        from forensics.export.redact import Redactor
+
+        payload = Redactor.for_table(location=table_location).apply(payload)
     tmp = target.with_name(target.name + ".tmp")
     if target.suffix.lower() == ".csv":
         rows = payload.get("rows") or payload.get("bars") or payload.get("cells") or []
@@ -80,9 +89,10 @@ def write_view(path: str | Path, payload: dict[str, Any], table_location: str) -
     return target
 
 
-def write_export(tl: Timeline, fmt: str, path: Path, *, stats: dict[str, Any] | None = None,
-                 counterfactuals: list[dict[str, Any]] | None = None) -> list[Path]:
-    """Write `tl` as `fmt` to `path` (and a sibling `.edges` file for csv/parquet); the files written."""
+def write_export(tl: Timeline, fmt: str, path: Path, *, postmortem: "Postmortem | None" = None,
+                 utc: bool | None = None) -> list[Path]:
+    """Write `tl` as `fmt` to `path` (and a sibling `.edges` file for csv/parquet); the files written.
+    html: `postmortem` holds the story, advice, statistics and counterfactuals; `utc` its times."""
     if fmt == "json":
         from forensics.export.tables import write_json
 
@@ -106,5 +116,5 @@ def write_export(tl: Timeline, fmt: str, path: Path, *, stats: dict[str, Any] | 
     if fmt == "html":
         from forensics.export.html import write_html
 
-        return write_html(tl, path, stats, counterfactuals)
+        return write_html(tl, path, postmortem, utc=utc)
     raise ForensicsError(ExitCode.USAGE, f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")

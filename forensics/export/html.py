@@ -1,25 +1,33 @@
-"""One self-contained HTML incident report: timeline chart (inline SVG), statistics, counterfactuals.
+"""The shareable post-mortem: one self-contained HTML file.
 
-Readable offline and as a CI artifact: no script, stylesheet, font or image is fetched (inline
-CSS, pure SVG, no JavaScript). Every string from the log goes through html.escape.
+In order: the title and the incident story (the words `explain` prints), the timeline chart
+(inline SVG), the verdict of every replayed commit with its rule in words, the aborted attempts,
+what to change, then statistics and counterfactuals. Readable offline and as a CI artifact: no
+script, stylesheet, font or image is fetched (inline CSS, pure SVG, no JavaScript). Every string
+goes through `e()`: the project's shorthand said in words (`forensics.analysis.story.in_words`),
+control characters made visible, HTML-escaped.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import html
+import re
 from pathlib import Path
 from typing import Any
 
+from forensics.analysis.story import in_words, partitions
 from forensics.export.chrome import assign_lanes, span_bounds
 from forensics.export.mermaid import mermaid
+from forensics.export.postmortem import Postmortem, build_postmortem, verdict_rule
 from forensics.model import hive_partition
-from forensics.times import iso_utc
-from forensics.safe import inert
+from forensics.times import fmt_time, iso_utc, utc_default
+from forensics.safe import inert, inert_multiline
 from forensics.analysis.timeline import Span, Timeline
 
 COLORS = {"clean": "#3f9b5a", "serial": "#9cc5a8", "reordered": "#d9a21b", "anomaly": "#c8372d", "skipped": "#9a9a9a", "aborted": "#7a1f9c"}
 MAX_LANES = 6
+MAX_VERDICT_ROWS = 2000  # the verdict table of a huge range: the rest is in the json/csv/parquet exports
 ROW_H = 18
 LABEL_W = 230
 CHART_W = 1000
@@ -31,13 +39,15 @@ h1{font-size:20px;margin:0 0 4px}h3{font-size:14px;margin:16px 0 6px}h2{font-siz
 td,th{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}th{background:#f4f4f4}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.chip{display:inline-block;width:10px;height:10px;margin:0 4px 0 10px;border-radius:2px}
 .appear{color:#b3261e}.vanish{color:#1e6b34}.unknown{color:#666}pre{background:#f6f6f6;padding:8px;overflow:auto;font-size:11px}
+.story{font-size:14px;line-height:1.5;max-width:1100px}.v-anomaly{color:#b3261e;font-weight:bold}.v-reordered{color:#8a6500}
+.v-aborted{color:#7a1f9c}.v-skipped{color:#666}.advice li{margin:0 0 8px;font-size:13px}
 svg text{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif}
 """
 
 
 def e(value: Any, max_len: int | None = 2000) -> str:
-    """Untrusted value → inert, HTML-escaped text."""
-    return html.escape(inert(value, max_len), quote=True)
+    """Untrusted value → words (no rule-reference shorthand), inert, HTML-escaped text."""
+    return html.escape(inert(in_words(value if isinstance(value, str) else inert(value, None)), max_len), quote=True)
 
 
 def _title(s: Span, labels: dict[str, str]) -> str:
@@ -141,28 +151,74 @@ def _table(headers: list[str], rows: list[list[Any]], numeric: set[int] | None =
     return f"<table><tr>{h}</tr>{body}</table>"
 
 
-def _events(tl: Timeline) -> str:
-    rows = []
-    for s in tl.spans:
-        if s.verdict in ("anomaly", "reordered", "aborted"):
-            rows.append([s.id, s.operation, s.verdict, s.read_version, s.exception, s.winning_version, hive_partition(s.partition),
-                         ", ".join(f"v{x}" for x in s.reordered_before), s.certainty, s.why])
+def _story(pm: Postmortem) -> str:
+    return f'<p class="story">{" ".join(e(line, 4000) for line in pm.story)}</p>' if pm.story else ""
+
+
+def _cell(value: Any, cls: str = "") -> str:
+    return f'<td{f" class={cls}" if cls else ""}>{"" if value is None else e(value, 1000)}</td>'
+
+
+def _verdicts(tl: Timeline, utc: bool) -> str:
+    """Every replayed commit of the range: who, what, which version it read, the verdict, the winner, the rule."""
+    labels = {w.id: w.label for w in tl.writers}
+    rows = [s for s in tl.commits if s.verdict != "serial"]
+    serial = len(tl.commits) - len(rows)
     if not rows:
-        return "<p>No conflicts, reorders or aborted attempts in this range.</p>"
-    return _table(["span", "operation", "verdict", "readVersion", "exception", "winner", "partition", "serialised before", "certainty", "why"], rows, {3, 5})
+        return f"<p>No commit in this range had another commit land between its read and its commit ({serial} commit(s)).</p>"
+    head = "".join(f"<th>{h}</th>" for h in ("version", "committed", "writer", "operation", "readVersion", "verdict", "winner",
+                                             "rule", "how sure"))
+    body = []
+    for s in rows[:MAX_VERDICT_ROWS]:
+        winner = (f"v{s.winning_version}" if s.verdict == "anomaly" and s.winning_version is not None
+                  else ", ".join(f"v{x}" for x in s.reordered_before) + " (forgiven)" if s.reordered_before else None)
+        body.append(f'<tr title="{e(s.why, 2000)}">' + _cell(f"v{s.version}", "n") + _cell(fmt_time(s.end_ms, utc))
+                    + _cell(labels.get(s.writer, s.writer)) + _cell(s.operation) + _cell(s.read_version, "n")
+                    + _cell(s.verdict, f"v-{s.verdict}") + _cell(winner) + _cell(verdict_rule(s)) + _cell(s.certainty) + "</tr>")
+    more = len(rows) - MAX_VERDICT_ROWS
+    note = f'<p class="muted">{more} more replayed commit(s): the json, csv or parquet export has every one.</p>' if more > 0 else ""
+    return (f'<table class="verdicts"><tr>{head}</tr>{"".join(body)}</table>{note}'
+            f'<p class="muted">{serial} other commit(s) read the version just before their own: nothing landed in between, '
+            "nothing to check.</p>")
+
+
+def _attempts(tl: Timeline, utc: bool) -> str:
+    rows = tl.attempts
+    if not rows:
+        return "" if tl.evidence else '<p class="muted">Aborted attempts were not looked for (no evidence collected).</p>'
+    labels = {w.id: w.label for w in tl.writers}
+    head = "".join(f"<th>{h}</th>" for h in ("attempt", "last file written", "writer", "readVersion", "wrote", "most likely lost to",
+                                             "rule", "re-run as", "how sure"))
+    body = [f'<tr title="{e(s.why, 2000)}">' + _cell(s.id) + _cell(fmt_time(s.end_ms, utc)) + _cell(labels.get(s.writer, s.writer))
+            + _cell(s.read_version, "n") + _cell(f"{len(s.files)} file(s) in {partitions(s.partitions) or 'unknown partitions'}")
+            + _cell(f"v{s.winning_version}" if s.winning_version is not None else "unknown") + _cell(verdict_rule(s))
+            + _cell(f"v{s.retry_version}" if s.retry_version is not None else None) + _cell(s.certainty) + "</tr>"
+            for s in rows[:MAX_VERDICT_ROWS]]
+    return ("<h3>Aborted attempts (from orphan files; they never reached the log)</h3>"
+            f'<table class="attempts"><tr>{head}</tr>{"".join(body)}</table>')
+
+
+def _advice(pm: Postmortem) -> str:
+    if not pm.advice:
+        return "<p>No change is suggested: no conflict in this range has advice grounded in the log.</p>"
+    items = [f'<li><b>{e(a["title"])}</b> <span class="muted">(v{e(a.get("version"))})</span><br>{e(a["detail"], 4000)}'
+             + (f'<pre>{html.escape(inert_multiline(a["example"], 4000))}</pre>' if a.get("example") else "")
+             + f'<span class="muted">evidence: {e(a["evidence"], 2000)}</span></li>' for a in pm.advice]
+    return f'<ul class="advice">{"".join(items)}</ul>'
 
 
 def _stats(st: dict[str, Any]) -> str:
-    out = ["<h3>Totals</h3>", _table(list(st["totals"]), [list(st["totals"].values())], set(range(len(st["totals"]))))]
+    heads = [re.sub(r"(?<=[a-z])(?=[A-Z])", " ", k).replace("_", " ").lower() for k in st["totals"]]  # staleWindows: stale windows
+    out = ["<h3>Totals</h3>", _table(heads, [list(st["totals"].values())], set(range(len(st["totals"]))))]
     out.append(f"<h3>Most contended partitions (window {e(st['window'])})</h3>")
     out.append(_table(["partition", "commits", "stale windows", "overlaps", "conflicts", "reorders", "aborted attempts"],
-                      [[p["partition"], p["commits"], p["stale_windows"], p["overlaps"], p["conflicts"], p["reorders"], p["aborted_attempts"]]
+                      [[p["partition"], p["commits"], p["staleWindows"], p["overlaps"], p["conflicts"], p["reorders"], p["abortedAttempts"]]
                        for p in st["partitions"][:15]], {1, 2, 3, 4, 5, 6}))
     if st["files"]:
         out.append("<h3>Most contended files</h3>")
         out.append(_table(["file", "conflicts", "reorders", "aborted attempts"],
-                          [[f["file"], f["conflicts"], f["reorders"], f["aborted_attempts"]] for f in st["files"][:15]], {1, 2, 3}))
-    m = st["operation_matrix"]
+                          [[f["file"], f["conflicts"], f["reorders"], f["abortedAttempts"]] for f in st["files"][:15]], {1, 2, 3}))
+    m = st["operationMatrix"]
     if m["cells"]:
         cats = m["categories"]
         cell = {(c["current"], c["winner"]): c for c in m["cells"]}
@@ -185,16 +241,16 @@ def _stats(st: dict[str, Any]) -> str:
         for i, c in enumerate(conc[:400]):
             hgt = 80 * c["transactions"] / mx
             bars.append(f'<rect x="{i * w}" y="{90 - hgt:.1f}" width="{w - 1}" height="{hgt:.1f}" fill="#4a78b5">'
-                        f'<title>{e(c["start_utc"])}: {c["transactions"]} transactions, max {c["max_concurrent"]} at once, '
-                        f'{c["stale_windows"]} stale windows</title></rect>')
+                        f'<title>{e(c["startIso"])}: {c["transactions"]} transactions, max {c["maxConcurrent"]} at once, '
+                        f'{c["staleWindows"]} stale windows</title></rect>')
         out.append(f'<svg width="{max(100, len(conc[:400]) * w)}" height="95">{"".join(bars)}</svg>')
     r = st["retries"]
     out.append("<h3>Retry indications</h3>")
-    out.append(f"<p>operationMetrics: {e(r['metric_totals'] or 'none')} · repeated commits after a gap: {len(r['repeats'])} · "
+    out.append(f"<p>operationMetrics: {e(r['metricTotals'] or 'none')} · repeated commits after a gap: {len(r['repeats'])} · "
                f"aborted attempts: {len(r['attempts'])}</p>")
     if r["repeats"]:
         out.append(_table(["version", "previous", "writer", "operation", "gap ms", "why"],
-                          [[x["version"], x["previous_version"], x["writer"], x["operation"], x["gap_ms"], x["why"]] for x in r["repeats"][:30]], {0, 1, 4}))
+                          [[x["version"], x["previousVersion"], x["writer"], x["operation"], x["gapMs"], x["why"]] for x in r["repeats"][:30]], {0, 1, 4}))
     return "".join(out)
 
 
@@ -208,8 +264,8 @@ def _counterfactuals(cfs: list[dict[str, Any]]) -> str:
         items = []
         for key in ("appear", "vanish", "unknown"):
             for c in cf[key]:
-                what = (f"v{c['version']} {c['exception'] or 'conflict'} against v{c['winning_version']}" if c["kind"] == "conflict"
-                        else f"v{c['version']} serialised before v{c['winning_version']}" if c["kind"] == "reorder" else f"v{c['version']}")
+                what = (f"v{c['version']} {c['exception'] or 'conflict'} against v{c['winningVersion']}" if c["kind"] == "conflict"
+                        else f"v{c['version']} serialised before v{c['winningVersion']}" if c["kind"] == "reorder" else f"v{c['version']}")
                 items.append(f'<li class="{key}"><b>{key}</b>: {e(what)}{" [" + e(hive_partition(c["partition"])) + "]" if c.get("partition") else ""}'
                              f' <span class="muted">{e(c["why"], 600)}</span></li>')
         out.append("<ul>" + "".join(items) + "</ul>" if items else "<p>No conflict or reorder would appear or vanish.</p>")
@@ -220,26 +276,31 @@ def _counterfactuals(cfs: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def html_report(tl: Timeline, stats: dict[str, Any] | None = None, counterfactuals: list[dict[str, Any]] | None = None) -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-    counts: dict[str, int] = {}
-    for s in tl.spans:
-        counts[s.verdict] = counts.get(s.verdict, 0) + 1
+def html_report(tl: Timeline, postmortem: Postmortem | None = None, *, utc: bool | None = None) -> str:
+    """The post-mortem of `tl`; without a `postmortem`, one told from the timeline alone."""
+    utc = utc_default() if utc is None else utc
+    pm = postmortem if postmortem is not None else build_postmortem(tl, utc=utc)
+    now = fmt_time(int(_dt.datetime.now(_dt.timezone.utc).timestamp() * 1000), utc)
     parts = [
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<title>delta-forensics: {e(tl.table, 200)}</title><style>{CSS}</style></head><body>",
-        f"<h1>Concurrency report: {e(tl.table, 500)}</h1>",
+        f"<title>delta-forensics post-mortem: {e(tl.table, 200)}</title><style>{CSS}</style></head><body>",
+        f"<h1>Concurrency post-mortem: {e(tl.table, 500)}</h1>",
         f'<p class="muted">versions {tl.from_version}..{tl.to_version} · {len(tl.commits)} commits · {len(tl.attempts)} aborted attempts · '
-        f"{e(', '.join(f'{n} {k}' for k, n in sorted(counts.items())))} · rules {e(tl.rules or 'per engineInfo')} · generated {now} by delta-forensics (timeline schema {tl.schema_version})</p>",
+        f"rules {e(tl.rules or 'of the engine that wrote each commit')} · generated {e(now)} by delta-forensics "
+        f"(timeline schema {tl.schema_version})</p>",
+        _story(pm),
         "<h2>Timeline</h2>",
         _legend(),
         f'<div style="overflow-x:auto">{timeline_svg(tl)}</div>',
-        "<h2>Conflicts, reorders and aborted attempts</h2>",
-        _events(tl),
+        "<h2>Verdicts</h2>",
+        _verdicts(tl, utc),
+        _attempts(tl, utc),
+        "<h2>What to change</h2>",
+        _advice(pm),
     ]
-    if stats is not None:
-        parts += ["<h2>Statistics</h2>", _stats(stats)]
-    parts += ["<h2>Counterfactuals</h2>", _counterfactuals(counterfactuals or [])]
+    if pm.stats is not None:
+        parts += ["<h2>Statistics</h2>", _stats(pm.stats)]
+    parts += ["<h2>Counterfactuals</h2>", _counterfactuals(pm.counterfactuals)]
     parts += ["<h2>Mermaid source</h2>", f"<details><summary>sequence diagram (paste into Markdown)</summary><pre>{html.escape(mermaid(tl))}</pre></details>"]
     for n in tl.notes:
         parts.append(f'<p class="muted">{e(n)}</p>')
@@ -247,6 +308,6 @@ def html_report(tl: Timeline, stats: dict[str, Any] | None = None, counterfactua
     return "".join(parts)
 
 
-def write_html(tl: Timeline, path: Path, stats: dict[str, Any] | None = None, counterfactuals: list[dict[str, Any]] | None = None) -> list[Path]:
-    path.write_text(html_report(tl, stats, counterfactuals), encoding="utf-8")
+def write_html(tl: Timeline, path: Path, postmortem: Postmortem | None = None, *, utc: bool | None = None) -> list[Path]:
+    path.write_text(html_report(tl, postmortem, utc=utc), encoding="utf-8")
     return [path]

@@ -8,7 +8,7 @@ advice (suggested MERGE conditions).
 
 from forensics.predicates.advice import rewrite_with_partition_literal
 from forensics.predicates.classify import infer_target_alias, merge_read_filters, split_partition_and_data, target_only_conjuncts
-from forensics.predicates.evaluate import matches_partition, may_match_stats
+from forensics.predicates.evaluate import matches_partition, matches_partition_as_written, may_match_stats
 from forensics.predicates.params import decode_param, predicate_strings
 from forensics.predicates.parse import MAX_DEPTH, MAX_PREDICATE_CHARS, conjuncts, parse_predicate, to_sql
 from forensics.predicates.parsed import TRUE_PREDICATE, TRUNCATION_MARK, ParsedPredicate, PredicateSource
@@ -29,6 +29,7 @@ __all__ = [
     "merge_read_filters",
     "infer_target_alias",
     "matches_partition",
+    "matches_partition_as_written",
     "may_match_stats",
     "to_sql",
     "rewrite_with_partition_literal",

@@ -537,6 +537,23 @@ def matches_partition(pred: ParsedPredicate | str, partition_values: dict | None
         return True
 
 
+def matches_partition_as_written(pred: ParsedPredicate | str, partition_values: dict | None,
+                                 schema: TableSchema) -> bool | None:
+    """The same question with non-deterministic parts evaluated as written, not widened (delta-spark
+    before 3.2, or widening switched off, conflict-rules §14.3): None when only such a part (rand(), a
+    UDF, a subquery) could decide, which nothing in the log lets us evaluate. Never raises."""
+    try:
+        p = _as_parsed(pred, schema)
+        if p._expr is None or p.truncated:
+            return True
+        outcomes = compiled(p, schema, False)((partition_values or {}, None))
+    except Exception:
+        return True
+    if T not in outcomes:
+        return False
+    return True if p.deterministic or outcomes == _ONLY[T] else None
+
+
 def parse_stats(stats: dict | str | None) -> dict | None:
     if isinstance(stats, dict):
         return stats

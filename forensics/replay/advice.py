@@ -27,9 +27,58 @@ class Advice:
     title: str
     detail: str
     evidence: str
+    example: str | None = None  # what to write, in the user's own SQL (aliases and column names as written)
 
     def to_dict(self) -> dict[str, str]:
-        return {"title": self.title, "detail": self.detail, "evidence": self.evidence}
+        return {"title": self.title, "detail": self.detail, "evidence": self.evidence, "example": self.example}
+
+    def sentence(self) -> str:
+        """One line: what to do, why, and the fact it rests on (the terminal's and the Python API's advice strings; JSON carries `to_dict()`)."""
+        return self.title + (f": {self.detail}" if self.detail else "") + (f" (evidence: {self.evidence})" if self.evidence else "")
+
+
+def pinned_condition(conditions: list[tuple[str | None, str]], column: str, values: list[str], schema: Any,
+                     *, merge: bool = True) -> tuple[str, str]:
+    """(condition to write, where its names come from): the first condition that shows how the user
+    wrote it, with a literal predicate on the partition column added (conflict-rules §8.2).
+
+    `conditions` are (SQL text, where it comes from), most the user's own first (the condition they
+    gave, their re-run's, the winner's). A MERGE condition is used only when it names its tables'
+    aliases: Catalyst text (`id#873L = id#1829L`) has none, and `id = id AND target.date = ...`
+    reads as a tautology, so then only the predicate to add is shown. A DELETE/UPDATE condition
+    names columns alone and is kept as written.
+    """
+    from forensics.predicates import parse_predicate, rewrite_with_partition_literal
+
+    for text, source in conditions:
+        if not text or not text.strip():
+            continue
+        try:
+            qualified = bool(parse_predicate(text, schema).qualifiers)
+        except Exception:  # noqa: BLE001 - advice must not fail the explanation
+            continue
+        if qualified or not merge:
+            rewritten = rewrite_with_partition_literal(text, column, values, schema)
+            return (rewritten if qualified else _unqualified(rewritten)), source
+    added = rewrite_with_partition_literal("TRUE", column, values, schema).removeprefix("TRUE AND ")
+    if not merge:
+        return f"<your condition> AND {_unqualified(added)}", "the condition is not in the log"
+    return (f"<your ON condition> AND {added}",
+            "the log records the MERGE condition without its aliases: write your target table's alias for `target`")
+
+
+def _unqualified(sql: str) -> str:
+    """`target.date = '…'` -> `date = '…'`: a DELETE/UPDATE condition names columns alone."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return sql
+    for c in tree.find_all(exp.Column):
+        c.set("table", None)
+    return tree.sql(dialect="spark")
 
 
 def _values(files, col: str) -> list[str]:
@@ -62,30 +111,33 @@ def advise(
             col = pcols[0]
             mine = _values(w.adds + w.removes, col)
             theirs = _values(winner.adds, col) if winner else []
-            cond = _merge_condition(params)
+            cond = logged_condition(params)
             if mine and cond:
-                from forensics.predicates import rewrite_with_partition_literal
-
-                try:
-                    rewritten = rewrite_with_partition_literal(cond, col, mine, sets.schema)
-                except Exception:  # noqa: BLE001 - advice must not fail the explanation
-                    rewritten = f"{cond} AND t.{col} IN ({', '.join(repr(v) for v in mine)})"
+                example, names = pinned_condition([(cond, "its MERGE condition as logged")], col, mine, sets.schema)
                 out.append(
                     Advice(
                         "Add a literal partition predicate to the MERGE condition",
                         f"The MERGE condition names no `{col}` literal, so Delta records a read of every partition "
-                        f"and any concurrent write conflicts. Rewritten: {rewritten}",
+                        f"and any concurrent write conflicts. Rewritten: {example} ({names})",
                         f"this MERGE wrote {col} in {mine}; the winner v{winning_version} added files in {col} in {theirs or '?'}",
+                        example,
                     )
                 )
         if op in ("DELETE", "UPDATE") and pcols and r.partition_predicates == ["TRUE"] and r.data_predicates:
             cols = _predicate_columns(r.data_predicates, sets)
+            mine = _values(w.adds + w.removes, pcols[0])
+            example = None
+            if mine:
+                example, _ = pinned_condition([(logged_condition(params), "its condition as logged")], pcols[0], mine,
+                                              sets.schema, merge=False)
             out.append(
                 Advice(
                     "Add a partition predicate to the condition",
                     f"The condition only filters data columns ({', '.join(cols) or 'see data predicates'}); Delta counts that as a "
-                    f"read of the whole table. Add a literal condition on {', '.join(pcols)} for the partitions you change.",
+                    f"read of the whole table. Add a literal condition on {', '.join(pcols)} for the partitions you change"
+                    + (f": WHERE {example}" if example else "."),
                     f"data predicates: {'; '.join(r.data_predicates)}",
+                    example,
                 )
             )
         if not pcols and r.data_predicates:
@@ -175,13 +227,14 @@ def advise(
                 "Check that the reorder is acceptable; else use Serializable",
                 f"This {op or 'transaction'} is serialized before {', '.join('v' + str(v) for v in reordered_before)}: rows those "
                 "commits added survive although the log lists them first. Set delta.isolationLevel = 'Serializable' to abort instead.",
-                f"isolation level {isolation_level}; forgiven winners {reordered_before}",
+                f"isolation level {isolation_level}; forgiven winners {', '.join(f'v{v}' for v in reordered_before)}",
             )
         )
     return out
 
 
-def _merge_condition(params: dict[str, Any]) -> str | None:
+def logged_condition(params: dict[str, Any]) -> str | None:
+    """The condition a DML commit logged (a MERGE's ON condition, a DELETE/UPDATE's WHERE), as written."""
     p = params.get("mergePredicate") or params.get("predicate")
     if isinstance(p, list):
         p = p[0] if p else None
@@ -221,70 +274,94 @@ def general_advice(report: ErrorReport) -> list[str]:
     return [f"{g} (general advice for the {report.rule} rule; give the table for advice grounded in its log)"] if g else []
 
 
+def general_fixes(rule: str | None) -> list[Advice]:
+    """The rule's general advice as Advice: said to be general, resting on no fact of the log."""
+    g = GENERAL.get(rule or "")
+    return [Advice(g.rstrip("."), f"general advice for the {rule} rule; give the table for advice grounded in its log", "")] if g else []
+
+
 def advice_for_error(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: int | None, replay: "WhatIfResult | None",
-               parts: list[dict[str, Any]]) -> list[str]:
+                     parts: list[dict[str, Any]], conditions: list[tuple[str | None, str]] = ()) -> list[Advice]:
+    """What to change for the transaction an error text reports; `conditions` are its own (as the user gave them)."""
     if winner is None:
-        return general_advice(report)
+        return general_fixes(report.rule)
+    return fixes_for_loser(log, state, winner, rule=report.rule, parts=parts,
+                           loser_operation=replay.request.operation if replay else None, family=report.family,
+                           file=report.file, partition_text=report.partition_text, conditions=conditions) or general_fixes(report.rule)
+
+
+def fixes_for_loser(log: DeltaLog, state: StateIndex, winner: int, *, rule: str | None, parts: list[dict[str, Any]],
+                    loser_operation: str | None = None, family: str | None = None, file: str | None = None,
+                    partition_text: str | None = None, conditions: list[tuple[str | None, str]] = ()) -> list[Advice]:
+    """What the transaction that lost to `winner` by `rule` should change; `parts` are the partitions it
+    wrote (its orphan files), `conditions` its own condition(s) when known, the user's first."""
     rec = log.record(winner)
     wop = (rec.operation or "").upper()
     md = state.metadata_at(winner)
     pcols = list(md.partition_columns) if md else []
-    out: list[str] = []
-    rule = report.rule
-    hyp_op = (replay.request.operation.upper() if replay else "")
+    out: list[Advice] = []
+    hyp_op = (loser_operation or "").upper()
     if rule == "append":
-        wparts = sorted({str(p.get(pcols[0])) for p in rec.partitions_touched if pcols and p.get(pcols[0]) is not None}) if pcols else []
         if pcols:
-            col = pcols[0]
-            mine = sorted({str(p.get(col)) for p in parts if p.get(col) is not None})
-            cond = _merge_condition(rec.operation_parameters) if wop == "MERGE" else None
-            if mine and set(mine) & set(wparts):
-                out.append(
-                    f"The loser and v{winner} both wrote {col} in {sorted(set(mine) & set(wparts))}: no partition predicate separates them; "
-                    "run these jobs one after the other on that partition, or retry on conflict (evidence: the aborted attempt's orphan files "
-                    f"and v{winner}'s adds are in the same partition)"
-                )
-            elif mine:
-                from forensics.predicates import rewrite_with_partition_literal
-                from forensics.log.schema import TableSchema
+            from forensics.log.schema import TableSchema
 
-                base = cond or "t.id = s.id"
-                rewritten = rewrite_with_partition_literal(base, col, mine, TableSchema.from_metadata(md))
-                out.append(
-                    f"Add a literal partition predicate to the loser's condition so it reads only {col} in {mine}, not the "
-                    f"winner's {col} in {wparts}: e.g. {inert(rewritten, 400)} "
-                    f"(evidence: the orphan files of the aborted attempt are in {col}={', '.join(mine)}; v{winner} added files in {wparts}"
-                    + ("; the condition shown is the winner's MERGE condition, as an example" if cond else "; `t.id = s.id` stands for your join condition")
-                    + ")"
-                )
+            col = pcols[0]
+            wparts = sorted({str(p.get(col)) for p in rec.partitions_touched if p.get(col) is not None})
+            mine = sorted({str(p.get(col)) for p in parts if p.get(col) is not None})
+            schema = TableSchema.from_metadata(md)
+            merge = hyp_op in ("", "MERGE")
+            theirs = [(logged_condition(rec.operation_parameters), f"v{winner}'s MERGE condition, as an example")] if wop == "MERGE" else []
+            both = sorted(set(mine) & set(wparts))
+            if both:
+                out.append(Advice(
+                    f"Run the two jobs one after the other on {col} {', '.join(both)}, or retry on conflict",
+                    f"the failed transaction and v{winner} both wrote {col} {', '.join(both)}: no partition predicate separates them",
+                    f"the aborted attempt's orphan files and v{winner}'s adds are in the same partition"))
+            elif mine:
+                example, names = pinned_condition([*conditions, *theirs], col, mine, schema, merge=merge)
+                out.append(Advice(
+                    "Add a literal partition predicate to the failed transaction's condition",
+                    f"so it reads only {col} {', '.join(mine)}, not v{winner}'s {col} {', '.join(wparts)}: "
+                    f"{inert(example, 400)} ({names})",
+                    f"the orphan files of the aborted attempt are in {col}={', '.join(mine)}; v{winner} added files in "
+                    f"{col} {', '.join(wparts)}", example))
             else:
-                out.append(
-                    f"Give the loser's MERGE/UPDATE/DELETE condition a literal predicate on {col} for the partitions it writes "
-                    f"(e.g. `... AND t.{col} = '<its partition>'`): v{winner} added files in {col} in {wparts}, which a read limited "
-                    f"to other partitions would not conflict with (evidence: the text's partition hint {report.partition_text or '?'})"
-                )
+                example, names = pinned_condition([*conditions, *theirs], col, ["<its partition>"], schema, merge=merge)
+                out.append(Advice(
+                    f"Give the failed transaction's condition a literal predicate on {col} for the partitions it writes",
+                    f"v{winner} added files in {col} {', '.join(wparts)}, which a read limited to other partitions would "
+                    f"not conflict with: {inert(example, 400)} ({names})",
+                    f"the text's partition hint {partition_text or '?'}", example))
         if rec.is_blind_append and hyp_op in ("WRITE", "INSERT"):
-            out.append(f"Make the loser's INSERT a blind append (do not read the target in the same transaction): v{winner} was itself a blind append")
+            out.append(Advice("Make the failed INSERT a blind append", "do not read the target in the same transaction",
+                              f"v{winner} was itself a blind append"))
         if rec.is_blind_append:
-            out.append(f"On Databricks, WriteSerializable forgives concurrent blind appends such as v{winner} (isBlindAppend=true); "
-                       "OSS delta-spark only offers Serializable")
+            out.append(Advice("On Databricks, use WriteSerializable",
+                              f"it forgives concurrent blind appends such as v{winner}; OSS delta-spark only offers Serializable",
+                              f"v{winner} has isBlindAppend=true"))
     if rule in ("delete-read", "delete-delete"):
         if "OPTIMIZE" in (wop, hyp_op):
-            out.append(f"Run OPTIMIZE at a different time from the DML on the same partitions (or restrict it with WHERE to cold partitions); "
-                       f"on Databricks, deletion vectors let DML and OPTIMIZE avoid this conflict (evidence: v{winner} is {wop or '?'}"
-                       + (", and the loser replays as an OPTIMIZE" if hyp_op == "OPTIMIZE" else "") + ")")
+            out.append(Advice(
+                "Run OPTIMIZE at a different time from the DML on the same partitions",
+                "or restrict it with WHERE to cold partitions; on Databricks, deletion vectors let DML and OPTIMIZE avoid this conflict",
+                f"v{winner} is {wop or '?'}" + (", and the failed transaction replays as an OPTIMIZE" if hyp_op == "OPTIMIZE" else "")))
         else:
-            out.append(f"Keep concurrent {wop or 'DML'} and this job on different partitions or at different times "
-                       f"(evidence: v{winner} removed {report.file or 'a file'} this transaction {'read' if rule == 'delete-read' else 'removed'})")
+            out.append(Advice(
+                f"Keep the concurrent {wop or 'DML'} and this job on different partitions or at different times", "",
+                f"v{winner} removed {file or 'a file'} this transaction {'read' if rule == 'delete-read' else 'removed'}"))
     if rule == "txn":
         ids = ", ".join(sorted(rec.txn_app_ids)) or "?"
-        out.append(f"Give each streaming query its own checkpoint location: v{winner} committed txn appId {ids}, the same query id as the loser "
-                   "(two instances of one query share a checkpoint)")
+        out.append(Advice("Give each streaming query its own checkpoint location",
+                          "two instances of one query share a checkpoint",
+                          f"v{winner} committed txn appId {ids}, the same query id as the failed batch"))
     if rule == "metadata":
-        out.append(f"Run ALTER TABLE / SET TBLPROPERTIES in a maintenance window when no writer is active: v{winner} ({wop or '?'}) changed the metadata")
+        out.append(Advice("Run ALTER TABLE / SET TBLPROPERTIES in a maintenance window when no writer is active", "",
+                          f"v{winner} ({wop or '?'}) changed the metadata"))
     if rule == "protocol":
-        out.append(f"Create the table and upgrade its protocol before concurrent writers start: v{winner} carries a protocol action")
-    if report.family == "delta-rs" and rule in ("append", "delete-read"):
-        out.append("delta-rs: a write with no predicate counts every file of its snapshot as read (conflict-rules §9); pass a partition predicate, "
-                   "or accept SnapshotIsolation where the job tolerates it")
-    return out or general_advice(report)
+        out.append(Advice("Create the table and upgrade its protocol before concurrent writers start", "",
+                          f"v{winner} carries a protocol action"))
+    if family == "delta-rs" and rule in ("append", "delete-read"):
+        # conflict-rules §9: a predicate-less delta-rs write reads every file of its snapshot
+        out.append(Advice("delta-rs: pass a partition predicate, or accept SnapshotIsolation where the job tolerates it",
+                          "a write with no predicate counts every file of its snapshot as read", ""))
+    return out

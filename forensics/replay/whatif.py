@@ -55,17 +55,17 @@ class WhatIfResult:
             "verdict": self.result.verdict,
             **outcome_fields(self.result),
             "message": self.result.message,
-            "reordered_before": list(self.result.reordered_before),
+            "reorderedBefore": list(self.result.reordered_before),
         }
         d.update(
             {
                 "profile": self.result.profile,
-                "profile_why": self.profile_why,
-                "isolation_level": self.isolation_level,
+                "profileWhy": self.profile_why,
+                "isolationLevel": self.isolation_level,
                 "certainty": self.result.certainty.value,
                 "why": self.result.why,
-                "read_version": self.request.read_version,
-                "winning_commits_checked": self.winners,
+                "readVersion": self.request.read_version,
+                "winningCommitsChecked": self.winners,
                 "read": self.read_summary,
                 "write": self.write_summary,
                 "notes": self.notes,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 import polars as pl
@@ -23,7 +24,9 @@ from forensics.runtime.gc_tuning import fewer_collections
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound, CommitRecord, Finding, Transaction, WinningCommit
 from forensics.rules import check_window, effective_isolation_level, get_profile, profile_for_engine_info
+from forensics.rules.isolation import delta_rs_table_level
 from forensics.rules.results import WindowResult, outcome_fields
+from forensics.schemas import camel_keys
 from forensics.model import COMMIT_LARGE_OPS
 from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets, prefetch_write_sets, write_set
 
@@ -45,6 +48,7 @@ class CommitVerdict:
     reordered_before: list[int] = field(default_factory=list)
     profile: str = ""
     profile_why: str = ""
+    profile_description: str = ""  # the profile's describe(), the head of `why`: a view says it once, not per row
     isolation_level: str | None = None
     certainty: str = Bound.EXACT.value
     why: str = ""
@@ -60,17 +64,39 @@ class CommitVerdict:
             "window": self.window,
             "verdict": self.verdict,
             **outcome_fields(self),
-            "reordered_before": self.reordered_before,
+            "reorderedBefore": self.reordered_before,
             "profile": self.profile,
             "isolationLevel": self.isolation_level,
             "certainty": self.certainty,
             "why": self.why,
-            "likely_reason": self.likely_reason,
+            "likelyReason": self.likely_reason,
         }
         if with_checks and self.result is not None:
             d["checks"] = [c.to_dict() for c in self.result.checks]
             d["message"] = self.result.message
         return d
+
+
+@dataclass(frozen=True)
+class ReorderCount:
+    """The one definition of "reorders" that stats, replay and the TUI share: a reordered commit
+    passed only because one or more winners were forgiven (verdict `reordered`; a commit that
+    aborts anyway is an anomaly, not a reorder); each forgiven winner is one pair (conflict-rules §6)."""
+
+    commits: int
+    forgiven_pairs: int
+
+    @classmethod
+    def of(cls, items: Iterable[Any]) -> ReorderCount:
+        """From anything with `verdict` and `reordered_before` (CommitVerdict, a timeline Span)."""
+        reordered = [x for x in items if x.verdict == "reordered"]
+        return cls(len(reordered), sum(len(x.reordered_before) for x in reordered))
+
+    def to_dict(self) -> dict[str, int]:
+        return {"reordered_commits": self.commits, "forgiven_pairs": self.forgiven_pairs}
+
+    def phrase(self) -> str:
+        return f"reordered commits: {self.commits} ({self.forgiven_pairs} forgiven pair{'' if self.forgiven_pairs == 1 else 's'})"
 
 
 @dataclass
@@ -90,15 +116,21 @@ class ReplayReport:
             c[v.verdict] = c.get(v.verdict, 0) + 1
         return c
 
+    @property
+    def reorders(self) -> ReorderCount:
+        """Reordered commits and the forgiven (commit, winner) pairs behind them."""
+        return ReorderCount.of(self.verdicts.values())
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.location,
             "rules": self.rules,
-            "isolation_level": self.isolation_level,
-            "total_commits": self.total_commits,
+            "isolationLevel": self.isolation_level,
+            "totalCommits": self.total_commits,
             "windows": len(self.verdicts),
-            "not_concurrent": self.not_concurrent,
+            "notConcurrent": self.not_concurrent,
             "counts": self.counts,
+            **camel_keys(self.reorders.to_dict()),
             "commits": [v.to_dict() for _, v in sorted(self.verdicts.items())],
         }
 
@@ -169,6 +201,11 @@ def _isolation(rec: CommitRecord, sets: CommitSets, override: str | None) -> tup
     table_level = None
     if override:
         table_level = override
+    if sets.writer == "delta-rs":
+        # conflict-rules §2.2: delta-rs keeps no level of its own; each winner is checked at the table's level
+        # (SnapshotIsolation only against a winner with no action at all): show the table's level
+        conf = (sets.read_metadata.configuration if sets.read_metadata else {}).get("delta.isolationLevel")
+        return override or delta_rs_table_level(conf), (Bound.EXACT if override else Bound.UNKNOWN)
     if not override and rec.isolation_level in ISOLATION_LEVELS:
         return rec.isolation_level, Bound.EXACT
     if table_level is None:
@@ -250,6 +287,7 @@ def replay_commit(
     result = check_window(txn, winners, profile, read_snapshot_files=read_files, table_name=_table_name(sets))
     v = base
     v.profile, v.profile_why, v.isolation_level, v.result = profile.name, pwhy, txn.isolation_level, result
+    v.profile_description = profile.describe()
     v.certainty = result.certainty.value
     v.reordered_before = list(result.reordered_before)
     v.message = result.message

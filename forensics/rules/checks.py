@@ -114,7 +114,7 @@ def check_window(txn: Transaction, winners: list[WinningCommit], profile: Profil
                 partition=out.partition, file=out.file, message=message,
                 reordered_before=list(st.reordered_before), checks=list(st.checks), profile=profile.name,
                 certainty=bound, error_class=error_class,
-                why="; ".join([f"{profile.describe()}: {out.reason}", *notes]),
+                why="; ".join([f"{profile.describe()}: {out.reason}", *notes, *profile.writer_notes()]),
             )
     bound, notes = _certainty(txn, profile, st)
     if st.reordered_before:
@@ -125,5 +125,5 @@ def check_window(txn: Transaction, winners: list[WinningCommit], profile: Profil
     return WindowResult(
         verdict="commit", exception=None, winning_version=None, rule="none", partition=None, file=None,
         message=summary, reordered_before=list(st.reordered_before), checks=list(st.checks),
-        profile=profile.name, certainty=bound, why="; ".join([profile.describe(), *notes]),
+        profile=profile.name, certainty=bound, why="; ".join([profile.describe(), *notes, *profile.writer_notes()]),
     )

@@ -6,64 +6,15 @@ Databricks row-level concurrency §11 (inferred). Reorder detection per conflict
 
 from __future__ import annotations
 
-from forensics.model import FileAction, WinningCommit, operation_class
+from collections.abc import Callable
+
+from forensics.model import FileAction, WinningCommit
 from forensics.rules.isolation import SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, delta_rs_isolation_level, delta_rs_table_level
 from forensics.rules.matching import partition_match, stats_match
 from forensics.rules.meta_checks import BACKFILL, UNBACKFILL
-from forensics.rules.metadata import supports
 from forensics.rules.results import CheckOutcome
+import forensics.rules.row_level as row_level
 from forensics.rules.state import CheckState, delta_rs_predicate
-
-
-def _dv_setting(st: CheckState) -> str:
-    cfg = st.metadata.configuration if st.metadata is not None else {}
-    return str(cfg.get("delta.enableDeletionVectors", "")).lower()
-
-
-def _rlc_eligible(st: CheckState) -> bool:
-    """conflict-rules §11.2 [doc]: Databricks row-level concurrency needs Runtime 14.2+ (a MERGE on 14.2
-    needs Photon), and an unpartitioned table with deletion vectors enabled, or a liquid-clustered one
-    whose deletion vectors were not turned off."""
-    prof = st.profile
-    if not prof.row_level_concurrency or not prof.runtime_at_least(14, 2):
-        return False
-    if prof.runtime == (14, 2) and (st.txn.operation or "").upper() == "MERGE" and "photon" not in (st.txn.engine_info or "").lower():
-        return False
-    if st.txn.partition_columns:
-        return False
-    if supports(st.protocol, "clustering"):
-        return _dv_setting(st) != "false"
-    return _dv_setting(st) == "true"
-
-
-def _optimize_params(params: dict | None) -> bool:
-    z = params.get("zOrderBy") if isinstance(params, dict) else None
-    return bool(z) and z not in ("[]", [])
-
-
-def _is_zorder_optimize(w: WinningCommit) -> bool:
-    params = w.commit.operation_parameters if w.commit is not None else {}
-    return (w.operation or "") == "OPTIMIZE" and _optimize_params(params)
-
-
-def _optimize_exempt(st: CheckState, w: WinningCommit) -> bool:
-    """conflict-rules §11.3 [doc]: on Databricks, OPTIMIZE without ZORDER BY does not conflict with
-    UPDATE/DELETE/MERGE when deletion vectors are enabled, partitioned tables included."""
-    if st.profile.engine != "databricks" or _dv_setting(st) != "true":
-        return False
-    mine = operation_class(st.txn.operation, st.txn.operation_parameters)
-    theirs = operation_class(w.operation, w.commit.operation_parameters if w.commit is not None else {})
-    if {mine, theirs} != {"OPTIMIZE", "UPDATE/DELETE/MERGE"}:
-        return False
-    params = st.txn.operation_parameters if mine == "OPTIMIZE" else (w.commit.operation_parameters if w.commit else {})
-    return not _optimize_params(params)
-
-
-def _exempt(name: str, st: CheckState, w: WinningCommit) -> CheckOutcome:
-    st.inferred.append("Databricks: OPTIMIZE without ZORDER BY and DML on a table with deletion vectors do not conflict [doc]")
-    return CheckOutcome(name, "passed", f"v{w.version} and this transaction are an OPTIMIZE without ZORDER BY and an "
-                        "UPDATE/DELETE/MERGE on a table with deletion vectors: Databricks documents that they do "
-                        "not conflict", winner_version=w.version, inferred=True)
 
 
 def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAction | None, str]:
@@ -81,14 +32,32 @@ def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAct
     preds = list(dict.fromkeys(p.strip() for p in txn.read.partition_predicates))
     if txn.read.whole_table and "TRUE" not in preds:
         preds.append("TRUE")
+    undecided: tuple[str, FileAction] | None = None
     for pred in preds:
         for f in files:
-            m = partition_match(pred, f.partition_values, st.schema)
+            m = partition_match(pred, f.partition_values, st.schema, widen=prof.widens_nondeterministic)
             if not m.exact:
                 st.inferred.append(m.note)
-            if m.matched:
+            if m.undecided:
+                undecided = undecided or (pred, f)
+            elif m.matched:
                 return f, f"read predicate `{pred}` matches its partition values"
+    if undecided is not None:
+        return _decided_at_commit(st, *undecided)
     return None, "no read predicate matches" if preds else "no read predicates recorded"
+
+
+def _decided_at_commit(st: CheckState, pred: str, f: FileAction) -> tuple[FileAction | None, str]:
+    """conflict-rules §14.3: a predicate not widened matches `f` only through a non-deterministic part,
+    whose value at commit time is not in the log. A logged commit shows it did not match; a
+    hypothetical transaction may abort (the conservative answer)."""
+    how = (f"a non-deterministic part of read predicate `{pred}` was evaluated as written, because "
+           f"{st.profile.why_not_widened()}")
+    if st.txn.version is not None:
+        st.inferred.append(f"{how}: its value at commit time is not in the log; the commit shows it did not match {f.path}")
+        return None, f"{how}; only that part could have matched {f.path}, and the commit shows it did not"
+    st.inferred.append(f"whether read predicate `{pred}` matches {f.path} is decided at commit time")
+    return f, f"{how}, so it may match its partition values"
 
 
 def _delta_rs_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAction | None, str]:
@@ -120,12 +89,33 @@ def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
         return CheckOutcome(name, "skipped", "row-tracking backfill/unbackfill on one side: append check skipped",
                             winner_version=v)
     if prof.engine == "delta-rs":
-        table_cfg = txn.read_metadata.configuration.get("delta.isolationLevel") if txn.read_metadata else None
-        level = delta_rs_isolation_level(w, txn.operation, delta_rs_table_level(table_cfg))
-        first = _delta_rs_first_match
+        level, level_why = _delta_rs_level(st, w)
+        out = _appends(st, w, level, _delta_rs_first_match)
+        out.reason += f" ({level_why})"
+        return out
+    return _appends(st, w, txn.isolation_level, _spark_first_match)
+
+
+def _delta_rs_level(st: CheckState, w: WinningCommit) -> tuple[str, str]:
+    """conflict-rules §2.2: delta-rs decides the level per winning commit, from the winner's actions and
+    the table's level (a delta-rs transaction's own level, which is the table's or the one asked for;
+    `delta.isolationLevel` for another writer's commit replayed with the delta-rs rules)."""
+    txn = st.txn
+    if (txn.engine_info or "").startswith("delta-rs"):
+        table = txn.isolation_level
     else:
-        level = txn.isolation_level
-        first = _spark_first_match
+        table = delta_rs_table_level(txn.read_metadata.configuration.get("delta.isolationLevel") if txn.read_metadata else None)
+    level = delta_rs_isolation_level(w, txn.operation, table)
+    if level == table:
+        return level, (f"delta-rs level for v{w.version}: {level}, the table's; the winner's commitInfo or other "
+                       "non-data-change actions keep it")
+    return level, f"delta-rs level for v{w.version}: {level}; the winner carries no action that keeps the table's {table}"
+
+
+def _appends(st: CheckState, w: WinningCommit, level: str,
+             first: Callable[[CheckState, list[FileAction]], tuple[FileAction | None, str]]) -> CheckOutcome:
+    """The append check at `level`, matching candidates with the engine's `first` (conflict-rules §5.6, §9.2)."""
+    name, prof, v = "appends", st.profile, w.version
     blind = bool(w.is_blind_append)  # missing isBlindAppend (or commitInfo) => not blind (conflict-rules §3)
     changed = [] if blind else list(w.adds)
     blind_adds = list(w.adds) if blind else []
@@ -141,14 +131,10 @@ def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
     candidates = changed if forgive_blind else changed + blind_adds
     f, why = first(st, candidates)
     if f is not None:
-        if _optimize_exempt(st, w):
-            return _exempt(name, st, w)
-        if _rlc_eligible(st) and not _is_zorder_optimize(w):
-            st.inferred.append("Databricks row-level concurrency assumed to reconcile added rows")
-            return CheckOutcome(name, "passed", f"winner v{v} added {f.path} ({why}), but row-level concurrency "
-                                "(Databricks, unpartitioned table with deletion vectors) reconciles it unless the "
-                                "same rows were modified", file=f.path, partition=f.partition_values,
-                                winner_version=v, inferred=True)
+        if row_level.optimize_exempt(st, w):
+            return row_level.exempt(name, st, w)
+        if row_level.rlc_eligible(st) and not row_level.zorder_on_either_side(st, w):
+            return row_level.appends_outcome(st, w, candidates, level)
         kind = "blind append" if blind else ("commit with no isBlindAppend" if w.is_blind_append is None else "non-blind commit")
         return CheckOutcome(name, "failed", f"winner v{v} ({kind}) added {f.path}: {why} [{level}]",
                             exception="ConcurrentAppendException", file=f.path, partition=f.partition_values,
@@ -164,10 +150,6 @@ def check_appends(st: CheckState, w: WinningCommit) -> CheckOutcome:
         return CheckOutcome(name, "passed", f"winner v{v} added no files", winner_version=v)
     return CheckOutcome(name, "passed", f"{len(w.adds)} file(s) added by v{v} not read by this transaction"
                         + (f": {why}" if why else ""), winner_version=v)
-
-
-def _dv_update(w: WinningCommit, path: str) -> bool:
-    return any(a.path == path for a in w.adds)
 
 
 def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
@@ -191,20 +173,17 @@ def check_delete_read(st: CheckState, w: WinningCommit) -> CheckOutcome:
     for r in removes:
         if r.path in read:
             rf = read[r.path]
-            if _optimize_exempt(st, w):
-                return _exempt(name, st, w)
-            if _rlc_eligible(st) and _dv_update(w, r.path):
-                st.inferred.append("Databricks row-level concurrency assumed to reconcile a DV update")
-                return CheckOutcome(name, "passed", f"winner v{v} updated the deletion vector of {r.path}, which this "
-                                    "transaction read; row-level concurrency (Databricks) reconciles it unless the same "
-                                    "rows were modified", file=r.path, partition=rf.partition_values,
-                                    winner_version=v, inferred=True)
+            if row_level.optimize_exempt(st, w):
+                return row_level.exempt(name, st, w)
+            rlc = row_level.file_outcome(name, st, w, r.path, rf.partition_values)
+            if rlc is not None:
+                return rlc
             return CheckOutcome(name, "failed", f"winner v{v} removed {r.path}, which this transaction read",
                                 exception="ConcurrentDeleteReadException", file=r.path,
                                 partition=rf.partition_values, winner_version=v)
     if txn.read.whole_table:
-        if _optimize_exempt(st, w):
-            return _exempt(name, st, w)
+        if row_level.optimize_exempt(st, w):
+            return row_level.exempt(name, st, w)
         r = removes[0]
         return CheckOutcome(name, "failed", f"winner v{v} removed {r.path} and this transaction read the whole table",
                             exception="ConcurrentDeleteReadException", file=r.path, partition=None, winner_version=v)
@@ -223,24 +202,13 @@ def check_delete_delete(st: CheckState, w: WinningCommit) -> CheckOutcome:
         winner_removed = {r.path for r in w.removes}
     for r in st.removes:
         if r.path in winner_removed:
-            if _optimize_exempt(st, w):
-                return _exempt(name, st, w)
-            if _rlc_eligible(st) and (_dv_update(w, r.path) or _reconciled(r, w)):
-                st.inferred.append("Databricks row-level concurrency assumed to reconcile concurrent DV updates")
-                return CheckOutcome(name, "passed", f"both this transaction and v{v} rewrote {r.path} with deletion "
-                                    "vectors; row-level concurrency (Databricks) reconciles them unless the same rows "
-                                    "were modified", file=r.path, partition=r.partition_values, winner_version=v,
-                                    inferred=True)
+            if row_level.optimize_exempt(st, w):
+                return row_level.exempt(name, st, w)
+            rlc = row_level.file_outcome(name, st, w, r.path, r.partition_values)
+            if rlc is not None:
+                return rlc
             exc = "ConcurrentWriteException" if prof.engine == "kernel" else "ConcurrentDeleteDeleteException"
             return CheckOutcome(name, "failed", f"winner v{v} also removed {r.path}", exception=exc, file=r.path,
                                 partition=r.partition_values, winner_version=v)
     return CheckOutcome(name, "passed", "no file removed by both" if st.removes else "this transaction removes no files",
                         winner_version=v)
-
-
-def _reconciled(mine: FileAction, w: WinningCommit) -> bool:
-    """conflict-rules §11: a reconciled loser's remove(P) carries the winner's DV for P."""
-    if mine.deletion_vector is None:
-        return False
-    return any(a.path == mine.path and a.deletion_vector is not None
-               and a.deletion_vector.unique_id == mine.deletion_vector.unique_id for a in w.adds)

@@ -22,14 +22,15 @@ class Match:
     matched: bool
     exact: bool  # False when the fallback had to assume a match
     note: str = ""
+    undecided: bool = False  # matched only through a non-deterministic part evaluated as written
 
 
 def _api():
     try:
-        from forensics.predicates import matches_partition, may_match_stats  # type: ignore
+        from forensics.predicates import matches_partition, matches_partition_as_written, may_match_stats  # type: ignore
     except Exception:  # not landed yet, or broken: use the fallback
         return None
-    return matches_partition, may_match_stats
+    return matches_partition, may_match_stats, matches_partition_as_written
 
 
 _EQ = re.compile(r"""^\s*`?([A-Za-z_][\w.]*)`?\s*=\s*(?:'((?:[^']|'')*)'|"([^"]*)"|(-?[\w.]+))\s*$""")
@@ -58,11 +59,17 @@ def _fallback_partition(pred: str, pv: dict[str, str | None], schema: TableSchem
     return Match(True, True)
 
 
-def partition_match(pred: str, pv: dict[str, str | None], schema: TableSchema) -> Match:
-    """Would Spark's partition predicate select a file with these partitionValues (conflict-rules §5.6.c)?"""
+def partition_match(pred: str, pv: dict[str, str | None], schema: TableSchema, *, widen: bool = True) -> Match:
+    """Would Spark's partition predicate select a file with these partitionValues (conflict-rules §5.6.c)?
+
+    `widen=False`: non-deterministic parts are evaluated as written, not widened (conflict-rules §14.3);
+    a match that only they could decide comes back `undecided`."""
     api = _api()
     if api is not None:
         try:
+            if not widen:
+                hit = api[2](pred, pv, schema)
+                return Match(hit is not False, True, undecided=hit is None)
             return Match(bool(api[0](pred, pv, schema)), True)
         except Exception as e:  # unparseable: Spark would not have recorded it; be conservative
             return Match(True, False, f"predicate {pred!r} could not be evaluated ({type(e).__name__}); assumed to match")

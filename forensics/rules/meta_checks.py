@@ -6,14 +6,15 @@ Each function checks ONE winning commit and returns one CheckOutcome.
 
 from __future__ import annotations
 
-from forensics.model import Protocol, WinningCommit
+from forensics.model import ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL, Protocol, WinningCommit
 import forensics.rules.metadata as md
+from forensics.rules.features import fails_concurrent_at_upgrade, supported_features
 from forensics.rules.isolation import ROW_TRACKING_DOMAIN
 from forensics.rules.results import CheckOutcome
 from forensics.rules.state import CheckState
+from forensics.rules.writer_conf import ENFORCE_FEATURE_ENABLEMENT
 
-BACKFILL = "ROW TRACKING BACKFILL"
-UNBACKFILL = "ROW TRACKING UNBACKFILL"
+BACKFILL, UNBACKFILL = ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL
 UNBACKFILL_ERROR = "DELTA_ROW_TRACKING_BACKFILL_RUNNING_CONCURRENTLY_WITH_UNBACKFILL"
 
 
@@ -64,7 +65,31 @@ def check_protocol(st: CheckState, w: WinningCommit) -> CheckOutcome:
             return _fail(name, w, "ProtocolChangedException", f"winner v{w.version} {what}")
     else:
         st.inferred.append("read protocol unknown: a feature drop by a winner could not be ruled out")
+    if st.profile.enforces_feature_enablement:
+        return _check_feature_enablement(st, w, p, read)
     return _ok(name, w, f"winner v{w.version} protocol adopted (no drop, this transaction has no Protocol action)")
+
+
+def _check_feature_enablement(st: CheckState, w: WinningCommit, p: Protocol, read: Protocol | None) -> CheckOutcome:
+    """conflict-rules §14.2 (§5.1 step 4): with the writer setting on (v4.2+), a winner that adds a feature
+    marked failConcurrentTransactionsAtUpgrade aborts the transaction."""
+    name, prof = "protocol", st.profile
+    if read is None:
+        st.inferred.append("read protocol unknown: whether the winner added a table feature could not be decided")
+        return _ok(name, w, f"winner v{w.version} protocol adopted; the features it adds are unknown")
+    release = prof.release if prof.engine == "delta-spark" else (4, 4)  # Databricks: newest OSS list [inferred]
+    if prof.engine == "databricks":
+        st.inferred.append("Databricks: failConcurrentTransactionsAtUpgrade taken from delta-spark 4.4 [inferred]")
+    added = sorted(supported_features(p) - supported_features(read))
+    failing = [f for f in added if fails_concurrent_at_upgrade(f, release)]
+    if failing:
+        return _fail(name, w, "ProtocolChangedException",
+                     f"winner v{w.version} adds table feature(s) {', '.join(failing)}, marked "
+                     f"failConcurrentTransactionsAtUpgrade, and this transaction aborts because the writer ran with "
+                     f"{ENFORCE_FEATURE_ENABLEMENT}=true")
+    return _ok(name, w, f"winner v{w.version} protocol adopted; " + (
+        f"the feature(s) it adds ({', '.join(added)}) are not marked failConcurrentTransactionsAtUpgrade"
+        if added else "it adds no table feature"))
 
 
 def check_metadata(st: CheckState, w: WinningCommit) -> CheckOutcome:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forensics.model import delta_release
+from forensics.rules.writer_conf import NO_WRITER_CONF, WIDEN_NONDETERMINISTIC, WriterConf, active_writer_conf
 
 Engine = Literal["delta-spark", "databricks", "delta-rs", "kernel"]
 MessageStyle = Literal["plain", "error_class", "subclassed", "delta-rs", "kernel"]
@@ -37,6 +38,7 @@ class Profile:
     notes: str = ""
     runtime: tuple[int, int] | None = None  # Databricks Runtime modelled (None: not known from the log)
     rs_release: tuple[int, int, int] | None = None  # deltalake (Python) release modelled; None: the newest observed
+    writer: WriterConf = NO_WRITER_CONF  # the writer's session settings (conflict-rules §14)
 
     # ---- per-release quirks (conflict-rules §5.6, §5.2, §5.10, §7) -------------------------------
 
@@ -73,6 +75,27 @@ class Profile:
     @property
     def checks_domain_metadata(self) -> bool:
         return self.engine == "kernel" or (self.spark_like and self.at_least(3, 0))
+
+    @property
+    def enforces_feature_enablement(self) -> bool:
+        """§14.2: protocol check step 4, only with the writer setting on, from v4.2 (Databricks: inferred)."""
+        return bool(self.writer.enforce_feature_enablement) and (
+            self.engine == "databricks" or (self.engine == "delta-spark" and self.at_least(4, 2)))
+
+    @property
+    def widens_nondeterministic(self) -> bool:
+        """§5.6.2 d / §14.3: non-deterministic read predicates widened to TRUE, from v3.2 unless switched off."""
+        return self.spark_like and self.at_least(3, 2) and self.writer.widen_nondeterministic in (None, "on")
+
+    def why_not_widened(self) -> str:
+        """Why non-deterministic read predicates are evaluated as written (§14.3), for a verdict's why."""
+        if not self.at_least(3, 2):
+            return f"delta-spark {self.release[0]}.{self.release[1]} never widens them (widening exists from 3.2.0)"
+        return f"the writer ran with {WIDEN_NONDETERMINISTIC}={self.writer.widen_nondeterministic}"
+
+    def writer_notes(self) -> list[str]:
+        """What each of the writer's stated settings does under this profile (conflict-rules §14)."""
+        return self.writer.effects(self.engine, self.release)
 
     @property
     def metadata_message_names_table(self) -> bool:
@@ -182,9 +205,19 @@ def _with_release(p: Profile, major: int, minor: int) -> Profile:
     return replace(p, release=(major, minor))
 
 
+def _as_written(p: Profile) -> Profile:
+    """The profile with the writer settings stated for the current question (conflict-rules §14)."""
+    conf = active_writer_conf()
+    return replace(p, writer=conf) if conf else p
+
+
 def get_profile(name: str) -> Profile:
     """Profile by name (the `--rules` override); `name@X.Y` pins the modelled release (for
     `databricks@X.Y`, the Databricks Runtime)."""
+    return _as_written(_named_profile(name))
+
+
+def _named_profile(name: str) -> Profile:
     base, _, rel = name.strip().partition("@")
     if base not in _BASE:
         raise KeyError(f"unknown rule profile {base!r}; known: {', '.join(PROFILES)}")
@@ -218,6 +251,12 @@ def profile_for_engine_info(engine_info: str | None, commit_info_present: bool =
     from that engine's source) or inferred. None, with what is known, for a writer no profile
     models (Trino, Flink, Fabric, ...): a verdict for it would be a guess.
     """
+    p, why = _profile_for_engine_info(engine_info, commit_info_present, cluster_id)
+    return (_as_written(p) if p is not None else None), why
+
+
+def _profile_for_engine_info(engine_info: str | None, commit_info_present: bool,
+                             cluster_id: str | None) -> tuple[Profile | None, str]:
     if not commit_info_present:
         p = _with_release(_BASE["delta-spark<=3.1"], 1, 0)
         return p, ("inferred: the commit has no commitInfo (old or hand-built writer); "

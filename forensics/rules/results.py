@@ -1,8 +1,8 @@
 """Results of the conflict checker: one record per check that ran, one verdict per window.
 
 `WindowResult.to_dict()` is the contract the `whatif` command prints:
-{"verdict", "exception", "winning_version", "rule", "partition", "file", "message",
- "reordered_before"} plus extra keys (checks, profile, certainty, why, error_class).
+{"verdict", "exception", "winningVersion", "rule", "partition", "file", "message",
+ "reorderedBefore"} plus extra keys (checks, profile, certainty, why, errorClass).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from forensics.model import Bound
+from forensics.schemas import camel
 
 CheckStatus = Literal["passed", "failed", "skipped"]
 
@@ -40,9 +41,9 @@ class CheckOutcome:
             "exception": self.exception,
             "file": self.file,
             "partition": self.partition,
-            "winner_version": self.winner_version,
+            "winnerVersion": self.winner_version,
             "reordered": self.reordered,
-            "error_class": self.error_class,
+            "errorClass": self.error_class,
             "inferred": self.inferred,
         }
 
@@ -56,8 +57,8 @@ OUTCOME_FIELDS = ("exception", "winning_version", "rule", "partition", "file")
 
 
 def outcome_fields(o: Any) -> dict[str, Any]:
-    """What aborted a transaction, by whom and where: the same keys in every verdict's JSON."""
-    return {k: getattr(o, k) for k in OUTCOME_FIELDS}
+    """What aborted a transaction, by whom and where: the same keys (camelCase) in every verdict's JSON."""
+    return {camel(k): getattr(o, k) for k in OUTCOME_FIELDS}
 
 
 @dataclass
@@ -83,8 +84,8 @@ class WindowResult:
             "verdict": self.verdict,
             **outcome_fields(self),
             "message": self.message,
-            "reordered_before": list(self.reordered_before),
-            "error_class": self.error_class,
+            "reorderedBefore": list(self.reordered_before),
+            "errorClass": self.error_class,
             "profile": self.profile,
             "certainty": self.certainty.value,
             "why": self.why,

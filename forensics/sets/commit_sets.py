@@ -9,7 +9,7 @@ Bound label and the reason in words. The write set is exact: it is the commit's 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -18,7 +18,7 @@ from forensics.sets.lifetimes import FileLifetimes
 from forensics.log.file_actions import file_actions
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
-from forensics.model import COMMIT_LARGE_OPS, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
+from forensics.model import COMMIT_LARGE_OPS, ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
 from forensics.predicates import (
     TRUE_PREDICATE,
     ParsedPredicate,
@@ -73,26 +73,26 @@ class CommitSets:
             "readVersion": self.read_version,
             "writer": self.writer,
             "read": {
-                "partition_predicate": pp,
-                "data_predicates": list(r.data_predicates),
-                "whole_table": r.whole_table,
+                "partitionPredicate": pp,
+                "dataPredicates": list(r.data_predicates),
+                "wholeTable": r.whole_table,
                 "files": sorted(f.path for f in r.files) if r.files is not None else [],
-                "files_bound": r.files_bound.value,
-                "predicate_bound": r.predicate_bound.value,
-                "app_ids": sorted(r.app_ids),
+                "filesBound": r.files_bound.value,
+                "predicateBound": r.predicate_bound.value,
+                "appIds": sorted(r.app_ids),
                 "why": r.why,
             },
             "write": {
                 "adds": [f.path for f in w.adds],
                 "removes": [f.path for f in w.removes],
                 "cdc": [f.path for f in w.cdc],
-                "metadata_changed": w.metadata_changed,
-                "protocol_changed": w.protocol_changed,
-                "app_ids": sorted(w.app_txns),
-                "app_txns": w.app_txns,
+                "metadataChanged": w.metadata_changed,
+                "protocolChanged": w.protocol_changed,
+                "appIds": sorted(w.app_txns),
+                "appTxns": w.app_txns,
                 "domains": list(w.domains),
-                "is_blind_append": w.is_blind_append,
-                "is_blind_append_recorded": w.is_blind_append_recorded,
+                "isBlindAppend": w.is_blind_append,
+                "isBlindAppendRecorded": w.is_blind_append_recorded,
             },
         }
 
@@ -249,7 +249,7 @@ class _Plan:
     whole_table: bool
     recorded: bool
     predicate_bound: Bound
-    files_rule: str  # "none" | "all" | "removes" | "partition" | "candidates" | "delta-rs"
+    files_rule: str  # "none" | "all" | "removes" | "adds" | "partition" | "candidates" | "delta-rs"
     why: list[str]
 
 
@@ -306,7 +306,14 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
             return _reads_all(why, f"{op} without a condition reads every file (conflict-rules §8.2)")
         return split(texts, op)
     if op == "TRUNCATE":
-        return _reads_all(why, "TRUNCATE reads every file")
+        # TruncateDeltaTableCommand (delta-spark v4.3+) reads through filterFiles(Seq.empty): TRUE, every file
+        blind = "; its commitInfo says isBlindAppend=true, which no delta-spark TRUNCATE records: not taken as a blind append" \
+            if rec.is_blind_append else ""
+        return _reads_all(why, f"TRUNCATE reads every file and removes them all (conflict-rules §8.2){blind}")
+    if op in (ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL):
+        why.append(f"{op} marks the batch of files it re-commits as read (trackFilesRead) and records no predicate; batch files "
+                   "a concurrent commit touched are dropped from both before it commits: files read = its adds (conflict-rules §8.2, §5.5)")
+        return _Plan([], [], False, True, Bound.EXACT, "adds", why)
     if op == "MERGE":
         nmbs = [s for s in srcs if s.role == "not_matched_by_source"]
         cond = [s.text for s in srcs if s.role == "merge_condition"]
@@ -445,6 +452,8 @@ def build_sets(log: DeltaLog, state: StateIndex, rec: CommitRecord, write: Write
     if not rv_known and version > 0 and plan.recorded:
         plan.why.append(f"readVersion not recorded (writer: {writer}); assumed {rv} (the previous version)")
     files, bound = _read_files(log, state, plan, write, schema, rv)
+    if write.is_blind_append and _op(rec) == "TRUNCATE":
+        write = replace(write, is_blind_append=False)  # it read every file (conflict-rules §4.5, §8.2)
     if not rv_known and plan.recorded and bound == Bound.EXACT and version > 0:
         bound = Bound.UNKNOWN
     read = ReadSet(
@@ -466,6 +475,8 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
         return [], Bound.EXACT
     if plan.files_rule == "removes":
         return list(write.removes), Bound.EXACT if plan.predicate_bound == Bound.EXACT else plan.predicate_bound
+    if plan.files_rule == "adds":
+        return list(write.adds), plan.predicate_bound
     if rv is None or rv < 0:
         return [], Bound.EXACT
     lt = state.lifetimes

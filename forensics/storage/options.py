@@ -284,6 +284,7 @@ class Profile:
     path: Path
     storage_options: Mapping[str, str]
     spark_conf: Mapping[str, str]
+    writer_conf: Mapping[str, str] = field(default_factory=dict)  # settings of the writer being modelled
 
     def __repr__(self) -> str:
         keys = ", ".join(sorted(self.storage_options))
@@ -345,16 +346,18 @@ def load_profile(name: str | None = None, *, environ: Mapping[str, str] | None =
     body = profiles[chosen]
     if not isinstance(body, dict):
         raise UsageError(f"config file {path}: profiles.{chosen} must be a table")
-    unknown = sorted(set(body) - {"storage_options", "spark_conf"})
+    unknown = sorted(set(body) - {"storage_options", "spark_conf", "writer_conf"})
     if unknown:
         raise UsageError(
-            f"config file {path}: profiles.{chosen} has unknown keys {', '.join(unknown)} (expected storage_options, spark_conf)"
+            f"config file {path}: profiles.{chosen} has unknown keys {', '.join(unknown)} "
+            "(expected storage_options, spark_conf, writer_conf)"
         )
     return Profile(
         name=chosen,
         path=path,
         storage_options=_str_table(body.get("storage_options"), f"profiles.{chosen}.storage_options"),
         spark_conf=_str_table(body.get("spark_conf"), f"profiles.{chosen}.spark_conf"),
+        writer_conf=_str_table(body.get("writer_conf"), f"profiles.{chosen}.writer_conf"),
     )
 
 

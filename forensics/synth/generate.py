@@ -64,13 +64,13 @@ class SynthResult:
         return {
             "out": self.out,
             "versions": self.versions,
-            "stale_commits": self.stale_commits,
-            "stale_share": round(self.stale_commits / max(1, self.versions - 1), 4),
+            "staleCommits": self.stale_commits,
+            "staleShare": round(self.stale_commits / max(1, self.versions - 1), 4),
             "checkpoints": self.checkpoints,
             "seconds": round(self.seconds, 3),
             "operations": self.operations,
-            "active_files": self.active_files,
-            "isolation_level": self.isolation_level,
+            "activeFiles": self.active_files,
+            "isolationLevel": self.isolation_level,
         }
 
 

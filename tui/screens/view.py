@@ -1,4 +1,5 @@
-"""A view of the table that can leave the terminal: `ctrl+e` writes it to a file, `y` copies the selection.
+"""A view of the table that can leave the terminal: `ctrl+e` writes it to a file (redacted, to share outside
+the team: "Export current view, redacted" in the command palette), `y` copies the selection.
 
 Every full screen (versions, timeline, matrix, what-if) is one. The file goes through
 `forensics.write_view`, the one write guard: never inside the table's directory.
@@ -47,7 +48,7 @@ class ViewScreen(Screen[Any]):
         what = f"version {obj['version']}" if obj.get("version") is not None else "selection"
         self.notify(f"copied {what} as JSON ({len(text):,} chars)")
 
-    def action_export(self) -> None:
+    def action_export(self, redact: bool = False) -> None:
         view, payload = self.export_payload()
         payload = {"table": self.location, **payload}
         suggestion = default_export_name(view, self.location)
@@ -60,10 +61,11 @@ class ViewScreen(Screen[Any]):
             if value is None:
                 return
             try:
-                written = write_view(value.strip() or shown, payload, self.location)
+                written = write_view(value.strip() or shown, payload, self.location, redact=redact)
             except (ForensicsError, OSError) as e:
                 self.notify(safe.inert(error_line(e), 300), title="export refused", severity="error", markup=False)
                 return
-            self.notify(safe.inert(f"exported {view} to {written}", 400), title="export", markup=False)
+            self.notify(safe.inert(f"exported {view}{' redacted' if redact else ''} to {written}", 400), title="export", markup=False)
 
-        self.app.push_screen(PromptScreen(f"export {view} to (.json, or .csv for tables; never inside the table):", shown), done)
+        how = " redacted (users, clusters, buckets, hosts as placeholders)" if redact else ""
+        self.app.push_screen(PromptScreen(f"export {view}{how} to (.json, or .csv for tables; never inside the table):", shown), done)

@@ -52,14 +52,17 @@ def result_text(res: Any) -> Text:
     t.append(f"verdict: {safe.inert(j.get('verdict'), 40)}", style=style)
     if j.get("exception"):
         t.append(f"  {safe.inert(j['exception'], 80)}", style="red")
-    if j.get("winning_version") is not None:
-        t.append(f"  winner v{j['winning_version']}", style="bold")
+    if j.get("winningVersion") is not None:
+        t.append(f"  winner v{j['winningVersion']}", style="bold")
     t.append("\n")
-    for k in ("rule", "partition", "file", "reordered_before", "profile", "profile_why", "isolation_level", "certainty", "why", "read", "write", "winning_commits_checked", "notes", "message"):
+    for label, k in (("rule", "rule"), ("partition", "partition"), ("file", "file"), ("reordered_before", "reorderedBefore"),
+                     ("profile", "profile"), ("profile_why", "profileWhy"), ("isolation_level", "isolationLevel"),
+                     ("certainty", "certainty"), ("why", "why"), ("read", "read"), ("write", "write"),
+                     ("winning_commits_checked", "winningCommitsChecked"), ("notes", "notes"), ("message", "message")):
         v = j.get(k)
         if v in (None, "", [], {}):
             continue
-        t.append(f"{k}: ", style="bold cyan")
+        t.append(f"{label}: ", style="bold cyan")
         t.append(safe.inert(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False), 3000) + "\n")
     return t
 

@@ -129,20 +129,20 @@ def sets_block(sets: Any) -> RenderableType:
     j = sets.to_dict()
     r, w = j.get("read", {}), j.get("write", {})
     read_pairs: list[tuple[str, Any]] = [
-        ("partition predicate", r.get("partition_predicate") or Text("none recorded (blind append)" if r.get("partition_predicate") is None else "", style="dim")),
-        ("data predicates", ", ".join(r.get("data_predicates") or []) or "—"),
-        ("whole table", r.get("whole_table")),
-        ("predicate", _bound(r.get("predicate_bound"))),
-        ("files", _bound(r.get("files_bound"), f"{len(r.get('files') or [])} file(s)")),
-        ("app ids", ", ".join(r.get("app_ids") or []) or "—"),
+        ("partition predicate", r.get("partitionPredicate") or Text("none recorded (blind append)" if r.get("partitionPredicate") is None else "", style="dim")),
+        ("data predicates", ", ".join(r.get("dataPredicates") or []) or "—"),
+        ("whole table", r.get("wholeTable")),
+        ("predicate", _bound(r.get("predicateBound"))),
+        ("files", _bound(r.get("filesBound"), f"{len(r.get('files') or [])} file(s)")),
+        ("app ids", ", ".join(r.get("appIds") or []) or "—"),
         ("why", r.get("why")),
     ]
     write_pairs: list[tuple[str, Any]] = [
         ("adds / removes / cdc", f"{len(w.get('adds') or [])} / {len(w.get('removes') or [])} / {len(w.get('cdc') or [])}"),
-        ("metadata changed", w.get("metadata_changed")),
-        ("protocol changed", w.get("protocol_changed")),
-        ("blind append", Text(f"{_show(w.get('is_blind_append'))} (recorded: {_show(w.get('is_blind_append_recorded'))})")),
-        ("app txns", w.get("app_txns") or "—"),
+        ("metadata changed", w.get("metadataChanged")),
+        ("protocol changed", w.get("protocolChanged")),
+        ("blind append", Text(f"{_show(w.get('isBlindAppend'))} (recorded: {_show(w.get('isBlindAppendRecorded'))})")),
+        ("app txns", w.get("appTxns") or "—"),
         ("domains", ", ".join(w.get("domains") or []) or "—"),
     ]
     head = Text("read set", style="bold underline").append(f"  writer: {safe.inert(j.get('writer'), 40)}", style="dim")
@@ -162,9 +162,11 @@ def verdict_block(vi: Any) -> RenderableType:
     j = vi.to_dict()
     style = {"clean": "green", "reordered": "yellow", "anomaly": "bold red"}.get(vi.verdict, "dim")
     pairs: list[tuple[str, Any]] = [("verdict", Text(vi.verdict, style=style))]
-    for k in ("exception", "winning_version", "rule", "partition", "file", "reordered_before", "profile", "isolation_level", "certainty", "why", "likely_reason"):
+    for label, k in (("exception", "exception"), ("winning_version", "winningVersion"), ("rule", "rule"), ("partition", "partition"),
+                     ("file", "file"), ("reordered_before", "reorderedBefore"), ("profile", "profile"),
+                     ("certainty", "certainty"), ("why", "why"), ("likely_reason", "likelyReason")):
         if j.get(k) not in (None, "", []):
-            pairs.append((k, j[k]))
+            pairs.append((label, j[k]))
     return kv_table(pairs, "replay")
 
 

@@ -1,8 +1,10 @@
-"""The explain pane: the `explain` command's narrative for the selected version.
+"""The explain pane: the `explain` command's incident report for the selected version.
 
-The narrative replays the version's window and looks for defeated attempts (evidence), which
-can take a moment, so the pane computes it in its own worker and keeps every one it has built
-for this table. The winning commit is one keypress away (`w`).
+The same lines as the terminal, from the library (`Explanation.lines()`): the story first (who
+beat whom, by which rule, how sure, what to change), then the evidence with passed checks folded.
+Explaining replays the version's window and looks for defeated attempts (evidence), which can
+take a moment, so the pane computes it in its own worker and keeps every one it has built for
+this table. The winning commit is one keypress away (`w`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def narrative_text(lines: list[tuple[str, str]]) -> Text:
 class ExplainPane(VerticalScroll, can_focus=True):
     """Narrative for the selected version; `w` jumps to the winning commit."""
 
-    HELP = "Explain pane: why this version committed (or what it raced against), as the `explain` command says it.\nw jumps to the winning commit."
+    HELP = ("Explain pane: the incident report of this version, as the `explain` command says it: the story first, "
+            "then the evidence.\nw jumps to the winning commit.")
     DEFAULT_CSS = """
     ExplainPane { padding: 0 1; }
     """
@@ -56,7 +59,7 @@ class ExplainPane(VerticalScroll, can_focus=True):
             self.table, self.explanations, self.pending = table, {}, None
         self.version = version
         if version in self.explanations:
-            self._set_lines(self.explanations[version].lines())
+            self._set_lines(self.explanations[version].lines(utc=self._utc()))
         elif version != self.pending:
             self._set_message(f"explaining version {version}…")
             self.pending = version
@@ -79,9 +82,13 @@ class ExplainPane(VerticalScroll, can_focus=True):
         if event.version != self.version:
             return
         if event.explanation is not None:
-            self._set_lines(event.explanation.lines())
+            self._set_lines(event.explanation.lines(utc=self._utc()))
         else:
             self._set_message(safe.inert(f"explain failed: {event.error}", 500))
+
+    def _utc(self) -> bool | None:
+        """The screen's UTC toggle (`u`), so the story's times follow the version list's."""
+        return getattr(self.screen, "utc", None)
 
     def _set_lines(self, lines: list[tuple[str, str]]) -> None:
         self.query_one("#explain-body", Static).update(narrative_text(lines))

@@ -62,8 +62,8 @@ class TableHeader(Widget):
             t.append(f"  replay: {len(self.report.verdicts)} windows")
             if c.get("anomaly"):
                 t.append(f" · {c['anomaly']} anomaly", style="bold red")
-            if c.get("reordered"):
-                t.append(f" · {c['reordered']} reordered", style="yellow")
+            if c.get("reordered"):  # commits, as `stats` and `replay` count them; the pairs said apart
+                t.append(f" · {self.report.reorders.phrase()}", style="yellow")
         elif self.replay_state != "done":
             t.append(f"  replay: {safe.inert(self.replay_state, 200)}", style="dim")
         if self.filter_label:

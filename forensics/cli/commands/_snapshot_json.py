@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from forensics import SnapshotFrame
+from forensics import SCHEMA_VERSION, SnapshotFrame
 from forensics.safe import ascii_json
 
 # Printable ASCII except `"` and `\`: the strings json.dumps(ensure_ascii=True) leaves as they are.
@@ -118,7 +118,7 @@ def _file_objects(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series
 
 def write_snapshot_json(frame: SnapshotFrame, findings: list[dict[str, Any]], out: TextIO) -> None:
     """Write the `snapshot --json` line for `frame` (plus `findings`) to `out`."""
-    out.write('{"version": ' + _dumps(frame.version) + ', "files": [')
+    out.write('{"schema_version": ' + _dumps(SCHEMA_VERSION) + ', "version": ' + _dumps(frame.version) + ', "files": [')
     files = frame.files
     for start in range(0, files.height, _CHUNK_ROWS):
         part = _file_objects(files.slice(start, _CHUNK_ROWS), frame.base_checkpoint)

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise ForensicsError(ExitCode.USAGE, str(e)) from e
     code = ExitCode.STRICT if (getattr(args, "strict", False) and report["findings"]) else ExitCode.OK
     if args.json:
-        print_json(report)
+        print_json(report, "conformance")
         return int(code)
     _print(report)
     return int(code)
@@ -90,7 +90,7 @@ def _print(report: dict[str, Any]) -> None:
     for c in ("case", "engine", "expected", "explain", "whatif"):
         t.add_column(c, overflow="fold")
     for c in report["cases"]:
-        exp = c["expected"] + (f" v{c['expected_winner']}" if c.get("expected_winner") else "")
+        exp = c["expected"] + (f" v{c['expectedWinner']}" if c.get("expectedWinner") else "")
         t.add_row(safe.text(c["id"], max_len=80), safe.text(c.get("engine") or "", max_len=20),
                   safe.text(exp, max_len=60), _answer(c["explain"]), _answer(c["whatif"]))
     print_renderable(t)
@@ -99,8 +99,8 @@ def _print(report: dict[str, Any]) -> None:
     for col in ("engine", "scenarios", "agree through explain", "agree through whatif", "documented reason",
                 "disagreements"):
         by.add_column(col)
-    for engine, n in report["by_engine"].items():
-        by.add_row(engine, str(n["total"]), str(n["explain_agree"]), str(n["whatif_agree"]), str(n["documented"]),
+    for engine, n in report["byEngine"].items():
+        by.add_row(engine, str(n["total"]), str(n["explainAgree"]), str(n["whatifAgree"]), str(n["documented"]),
                    Text(str(n["findings"]), style="bold red" if n["findings"] else ""))
     print_renderable(by)
 
@@ -110,7 +110,7 @@ def _print(report: dict[str, Any]) -> None:
         for c, p in findings:
             d = c[p]
             line = (f"  {c['id']} [{c['engine']}] {p}: engine test {c['expected']}"
-                    f"{' v' + str(c['expected_winner']) if c.get('expected_winner') else ''}, ours {d.get('answer')}")
+                    f"{' v' + str(c['expectedWinner']) if c.get('expectedWinner') else ''}, ours {d.get('answer')}")
             if d["status"] != "disagree":
                 line += f" — {d['status']}: {d.get('reason')}"
             elif d.get("why"):

@@ -23,7 +23,7 @@ def run(args: argparse.Namespace) -> int:
     code = report_findings(args, table.findings)
     ev = table.evidence(replay=not args.no_replay)
     if args.json:
-        print_json(ev.to_dict())
+        print_json(ev.to_dict(), "evidence")
         return code
     out = sys.stdout.write
     out(f"orphan data files: {len(ev.orphan_files)}\n")

@@ -10,7 +10,7 @@ from typing import Any
 from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
 from forensics.errors import ExitCode, ForensicsError
 from forensics.safe import inert, inert_multiline
-from forensics.times import fmt_time, utc_default
+from forensics.times import fmt_time, utc_default, with_iso
 
 MAX_TEXT = 2 * 1024 * 1024
 
@@ -29,6 +29,7 @@ def add_parser(sub) -> None:
     known.add_argument("--operation", metavar="OP", help="what it was: DELETE, UPDATE, MERGE, WRITE, OPTIMIZE, ...")
     known.add_argument("--predicate", metavar="SQL", help="its condition, e.g. \"date = '2024-06-18'\"")
     known.add_argument("--sql", metavar="STATEMENT", help="its SQL statement (parsed for operation and condition, never run)")
+    p.add_argument("--verbose", "-v", action="store_true", help="also show the message the engine would print")
     add_table_arguments(p, table=False)
     p.set_defaults(func=run)
 
@@ -73,43 +74,53 @@ def _facts(args: argparse.Namespace) -> dict[str, Any]:
             "predicate": args.predicate, "sql": args.sql}
 
 
-def _print_text(d: dict[str, Any], excerpt: str | None = None) -> None:
-    out = sys.stdout.write
-    out(f"exception:   {inert(d['exception'])}\n")
-    if d.get("error_class"):
-        out(f"error class: {inert(d['error_class'])}\n")
-    out(f"family:      {inert(d['family'])}   rule: {inert(d['rule'])}\n")
+def _lines(d: dict[str, Any], story: list[Any], verbose: bool) -> list[tuple[str, str]]:
+    """The story first (from the library), then the evidence it rests on; the engine's message with --verbose."""
+    from forensics import bound_in_words, clauses, in_words, rule_in_words
+
+    out: list[tuple[str, str]] = [(ln.style, ln.text) for ln in story]
+    out += [("", ""), ("bold", "Evidence" + ("" if verbose else " (--verbose adds the engine's message)"))]
+    out.append(("", f"  the error text: {d['exception']}" + (f" ({d['errorClass']})" if d.get("errorClass") else "")
+                + f"; writer family {d['family']}; rule: {rule_in_words(d['rule'])}"))
     if d.get("partition") is not None:
         part = d["partition"]
-        out(f"partition:   {'the root of the table' if part == {} else inert(', '.join(f'{k}={v}' for k, v in part.items()))}\n")
+        out.append(("", f"  partition: {'the root of the table' if part == {} else ', '.join(f'{k}={v}' for k, v in part.items())}"))
     if d.get("file"):
-        out(f"file:        {inert(d['file'])}\n")
+        out.append(("", f"  file: {d['file']}"))
     w = d.get("winner")
     if w:
-        keys = [("version", "version"), ("txnId", "txnId"), ("timestamp", "timestamp"), ("operation", "operation"),
-                ("readVersion", "readVersion"), ("isolationLevel", "isolationLevel"), ("isBlindAppend", "isBlindAppend"),
-                ("engineInfo", "engineInfo")]
-        shown = ", ".join(f"{label}={fmt_time(w[k], utc_default()) if k == 'timestamp' else inert(w.get(k), 120)}"
-                          for k, label in keys if w.get(k) is not None)
-        out(f"winner hint: {shown or 'none'}{'' if w.get('jsonComplete', True) else ' (JSON incomplete)'}\n")
-    if d.get("winner_match"):
-        m = d["winner_match"]
-        out(f"winning commit: {('v' + str(d['winning_version'])) if d.get('winning_version') is not None else 'not found'} "
-            f"(by {m['how']}{'; ambiguous: ' + ', '.join('v' + str(c) for c in m['candidates']) if m['ambiguous'] else ''})\n")
+        keys = ("version", "txnId", "timestamp", "operation", "readVersion", "isolationLevel", "isBlindAppend", "engineInfo")
+        shown = ", ".join(f"{k}={fmt_time(w[k], utc_default()) if k == 'timestamp' else inert(w.get(k), 120)}"
+                          for k in keys if w.get(k) is not None)
+        out.append(("", f"  the text's winner: {shown or 'none'}{'' if w.get('jsonComplete', True) else ' (JSON incomplete)'}"))
+    if d.get("winnerMatch"):
+        m = d["winnerMatch"]
+        out.append(("", f"  winning commit: {('v' + str(d['winningVersion'])) if d.get('winningVersion') is not None else 'not found'} "
+                    f"(by {m['how']}{'; ambiguous: ' + ', '.join('v' + str(c) for c in m['candidates']) if m['ambiguous'] else ''})"))
     rp = d.get("replay")
     if rp:
-        out(f"replay:      {inert(rp['verdict'])} {inert(rp.get('exception') or '')} against v{rp.get('winning_version')} "
-            f"[{inert(rp.get('profile'))}, {inert(rp.get('certainty'))}] rule {inert(rp.get('rule'))}\n")
-        if rp.get("message"):
-            out("engine would print:\n  " + inert_multiline(rp["message"]).replace("\n", "\n  ") + "\n")
+        out.append(("", f"  replay: {rp['verdict']} {rp.get('exception') or ''} against v{rp.get('winningVersion')} "
+                    f"(rules of {rp.get('profile')}; {rule_in_words(rp.get('rule'))}; files read: "
+                    f"{bound_in_words(rp.get('certainty'))})"))
     if d.get("why"):
-        out(f"why:         {inert(d['why'], 3000)}\n")
-    for a in d.get("advice") or []:
-        out(f"advice:      {inert(a, 2000)}\n")
+        out.append(("bold", "Why"))
+        out += [("dim", f"  · {c}") for c in clauses(d["why"])]
+    if rp and rp.get("message") and verbose:
+        out.append(("bold", "The engine would print"))
+        out += [("", "  " + ln) for ln in inert_multiline(rp["message"]).splitlines()]
+    if d.get("advice"):
+        out.append(("bold", "What to change"))
+        for a in d["advice"]:
+            out.append(("cyan", f"  • {a['title']}"))
+            if a.get("detail"):
+                out.append(("", f"    {in_words(a['detail'])}"))
+            if a.get("evidence"):
+                out.append(("dim", f"    evidence: {in_words(a['evidence'])}"))
+    return [(st, inert(t, 4000)) for st, t in out]
 
 
 def run(args: argparse.Namespace) -> int:
-    from forensics import check_profile, parse_error_text, parse_event_log, text_only_explanation
+    from forensics import check_profile, parse_error_text, parse_event_log, text_only_explanation, text_story
 
     check_profile(args.rules)  # an unknown --rules fails before anything is read
     if args.event_log:
@@ -129,23 +140,34 @@ def run(args: argparse.Namespace) -> int:
         items = [(report, None, None)]
 
     results: list[dict[str, Any]] = []
+    stories: list[list[Any]] = []
     code = int(ExitCode.OK)
     table = open_table(args) if args.table else None
     if table is not None:
         code = report_findings(args, table.findings)
     for report, window, failure in items:
-        d = (table.explain_error(report, window=window, **_facts(args)).to_dict() if table is not None
-             else text_only_explanation(report))
+        if table is not None:
+            exp = table.explain_error(report, window=window, **_facts(args))
+            d, story = exp.to_dict(), exp.story()
+        else:
+            d, story = text_only_explanation(report), text_story(report)
+            d["story"] = [ln.text for ln in story]
+        stories.append(story)
         if failure is not None:
-            d["execution"] = {"id": failure.execution_id, "description": failure.description, "start_ms": failure.start_ms, "end_ms": failure.end_ms}
+            d["execution"] = with_iso({"id": failure.execution_id, "description": failure.description,
+                                       "startMs": failure.start_ms, "endMs": failure.end_ms}, "startMs", "endMs")
         results.append(d)
 
     if args.json:
-        print_json(results[0] if not args.event_log else {"failures": results})
+        print_json(results[0] if not args.event_log else {"failures": results}, "explain-error")
     else:
-        for i, d in enumerate(results):
+        from forensics.cli.render import print_lines
+
+        for i, (d, story) in enumerate(zip(results, stories)):
+            head: list[tuple[str, str]] = [("", "")] if i else []
             if args.event_log:
                 e = d["execution"]
-                sys.stdout.write(f"{'' if i == 0 else chr(10)}execution {e['id']}: {inert(e['description'], 200)} ({fmt_time(e['start_ms'], utc_default())} to {fmt_time(e['end_ms'], utc_default())})\n")
-            _print_text(d)
+                head.append(("bold", inert(f"execution {e['id']}: {inert(e['description'], 200)} "
+                                           f"({fmt_time(e['startMs'], utc_default())} to {fmt_time(e['endMs'], utc_default())})", 400)))
+            print_lines(head + _lines(d, story, args.verbose))
     return code

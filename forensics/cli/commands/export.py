@@ -1,4 +1,5 @@
-"""`export TABLE --format F -o FILE`: the conflict timeline for Perfetto, Markdown, notebooks or a browser."""
+"""`export TABLE --format F -o FILE [--redact]`: the conflict timeline for Perfetto, Markdown, notebooks, or as
+the HTML post-mortem; `--redact` makes any of them shareable outside the team."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def add_parser(sub) -> None:
                    help="html: counterfactual isolation level(s) (default: Serializable and WriteSerializable)")
     p.add_argument("--partition-by", metavar="COL", action="append", dest="cf_partition",
                    help="html: also simulate partitioning by COL (repeatable)")
+    p.add_argument("--redact", action="store_true",
+                   help="replace user names, e-mails, notebook/cluster/job ids, bucket and host names with stable "
+                        "placeholders (user-1, cluster-1, bucket-1, ...) in every file written")
     p.set_defaults(func=run)
 
 
@@ -46,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
     table = open_table(args)
     written, tl = table.export(args.format, args.output, from_version=args.from_v, to_version=args.to_v,
                                with_evidence=not args.no_evidence, window=args.window,
-                               isolation_levels=args.cf_levels, partition_columns=args.cf_partition)
+                               isolation_levels=args.cf_levels, partition_columns=args.cf_partition,
+                               redact=args.redact, utc=args.utc or None)
     if args.json:
         print_json({"format": args.format, "files": [str(p) for p in written], "spans": len(tl.spans), "edges": len(tl.edges),
-                    "schema_version": tl.schema_version, "notes": tl.notes})
+                    "timelineSchemaVersion": tl.schema_version, "notes": tl.notes}, "export")
     else:
         for p in written:
             sys.stdout.write(f"wrote {p}\n")

@@ -26,11 +26,11 @@ def run(args: argparse.Namespace) -> int:
         d = report.to_dict()
         if cf is not None:
             d["counterfactual"] = cf.to_dict()
-        print_json(d)
+        print_json(d, "replay")
     else:
         from forensics.cli.render import print_renderable, replay_view
 
-        print_renderable(replay_view(report, show_skipped=args.all))
+        print_renderable(replay_view(report, show_skipped=args.all, durations=_window_lengths(table, args)))
         if cf is not None:
             from forensics.cli.render import counterfactual_view
 
@@ -44,3 +44,9 @@ def _counterfactual(args: argparse.Namespace, table, report):
         return None
     recorded = table.replay_report() if args.isolation_level else report
     return table.counterfactual(isolation_level=args.isolation_level, partition_by=args.partition_by, baseline=recorded)
+
+
+def _window_lengths(table, args: argparse.Namespace) -> dict[int, int | None]:
+    """Read→commit time of each window, from the timeline (the same replay, no evidence needed)."""
+    tl = table.timeline(isolation_level=args.isolation_level, with_evidence=False)
+    return {s.version: s.duration_ms for s in tl.commits if s.start_source == "readVersion-commit-time"}

@@ -19,7 +19,7 @@ def run(args: argparse.Namespace) -> int:
     versions = [args.at_version] if args.at_version is not None else table.versions
     out = [table.commit_sets(v).to_dict() for v in versions]
     if args.json:
-        print_json(out)
+        print_json(out, "sets")
     else:
         from forensics.cli.render import print_renderable, sets_view
 

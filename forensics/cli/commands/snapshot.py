@@ -18,8 +18,12 @@ def add_parser(sub) -> None:
 
 
 def snapshot_json(s: Snapshot) -> dict[str, Any]:
-    """The `snapshot --json` object (README: JSON contract); paths exactly as written in the log."""
+    """The `snapshot --json` document (without findings; `delta-forensics schema snapshot`): paths
+    exactly as written in the log."""
+    from forensics import SCHEMA_VERSION
+
     return {
+        "schema_version": SCHEMA_VERSION,
         "version": s.version,
         "files": [
             {

@@ -7,7 +7,6 @@ a share of stale-readVersion commits whose windows pass delta-spark's conflict c
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from forensics.errors import ExitCode, ForensicsError
@@ -69,7 +68,9 @@ def run(args) -> int:
     )
     result = synthesize(out, cfg)  # UsageError (TableDirNotEmpty) for a non-empty directory
     if getattr(args, "json", False):
-        print(json.dumps(result.to_dict(), sort_keys=True))
+        from forensics.cli.common import print_json
+
+        print_json(result.to_dict(), "synth")
     else:
         from rich.console import Console
 

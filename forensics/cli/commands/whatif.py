@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         app_id=args.app_id,
     )
     if args.json:
-        print_json(res.to_dict())
+        print_json(res.to_dict(), "whatif")
     else:
         from forensics.cli.render import print_renderable, whatif_view
 
