@@ -196,7 +196,8 @@ def replay_view(report: Any, show_skipped: bool = False, durations: dict[int, in
     shown = [v for v in sorted(report.verdicts.values(), key=lambda x: x.version) if v.verdict != "skipped" or show_skipped]
     profiles = Counter(v.profile_description for v in report.verdicts.values() if v.profile_description)
     for desc, n in sorted(profiles.items(), key=lambda kv: -kv[1]):
-        head.append(f"\nrules: {safe.inert(desc, 300)} ({n} window{'' if n == 1 else 's'})", style="dim")
+        said = in_words(desc).removeprefix("the rules of ")
+        head.append(f"\nrules: {safe.inert(said, 300)} ({n} window{'' if n == 1 else 's'})", style="dim")
     if shown:
         head.append("\nwindow: winning commits · time from the read version's commit to this commit", style="dim")
     cols = [
