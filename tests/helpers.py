@@ -54,12 +54,12 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
-SNAPSHOT_DIR = Path(__file__).parent / "__snapshots__" / "cli"
+SNAPSHOT_DIR = Path(__file__).parent / "text_snapshots"  # not under __snapshots__: syrupy counts every file there as its own
 UPDATE_SNAPSHOTS = "DELTA_FORENSICS_UPDATE_SNAPSHOTS"
 
 
 def assert_text_snapshot(name: str, text: str) -> None:
-    """`text` equals tests/__snapshots__/cli/<name>.txt (trailing spaces aside); with
+    """`text` equals tests/text_snapshots/<name>.txt (trailing spaces aside); with
     DELTA_FORENSICS_UPDATE_SNAPSHOTS=1 the file is (re)written instead. A missing file fails."""
     import difflib
 

@@ -1,5 +1,5 @@
 """history, replay and stats at 80 and 200 columns, through the real CLI: stored text snapshots
-(tests/__snapshots__/cli/, DELTA_FORENSICS_UPDATE_SNAPSHOTS=1 rewrites them), and what an 80-column
+(tests/text_snapshots/, DELTA_FORENSICS_UPDATE_SNAPSHOTS=1 rewrites them), and what an 80-column
 terminal must still show whole, checked against values read here straight from the commit files.
 Plus: the reorder count means one thing in `stats`, `replay` and the TUI header."""
 
@@ -144,7 +144,7 @@ def test_replay_says_the_profile_once(tables, monkeypatch, spark):
     out = run(monkeypatch, 200, "replay", str(tables / "busy" / "table"))
     _, rows = table_rows(out)
     assert len(rows) > 10
-    assert out.count("exact (read from source)") == 1  # the profile's description, above the table
+    assert out.count("(read from its source)") == 1  # the profile, in words, above the table
     assert not any("delta-rs [" in r for r in rows.values())
 
 
