@@ -61,3 +61,15 @@ def test_utc_flag_and_no_raw_epoch_in_human_output(sample_logs, spark, monkeypat
     assert re.search(r"\d\d:\d\d:\d\d[+-]\d{4}", local)
     code, js = _cli("history", a, "--json", "--utc")
     assert code == 0 and EPOCH_MS.search(js)  # JSON keeps epoch milliseconds
+
+
+def test_every_command_takes_utc():
+    """`--utc` on every command, so a script can pass it to all of them (those that print no times say so)."""
+    from forensics.cli.main import build_parser, command_modules
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")  # noqa: SLF001
+    names = set(sub.choices)
+    assert len(names) == len(command_modules()) >= 14
+    missing = [n for n, p in sub.choices.items() if not any("--utc" in a.option_strings for a in p._actions)]  # noqa: SLF001
+    assert not missing, missing

@@ -30,7 +30,14 @@ def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> No
                    help="session setting of the writer being modelled, not of this tool (e.g. spark.databricks.delta."
                    "conflictChecker.enforceConcurrentFeatureEnablement.enabled=true); used when replaying; repeatable")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print findings to stderr")
-    p.add_argument("--utc", action="store_true", help="show times in UTC (default: local time with its offset; also DELTA_FORENSICS_UTC=1)")
+    add_utc_argument(p)
+
+
+def add_utc_argument(p: argparse.ArgumentParser, *, prints_times: bool = True) -> None:
+    """Every command takes --utc, so a script can pass it to all of them."""
+    p.add_argument("--utc", action="store_true",
+                   help="show times in UTC (default: local time with its offset; also DELTA_FORENSICS_UTC=1)" if prints_times
+                   else "accepted by every command; this one prints no times")
 
 
 def open_table(args: argparse.Namespace) -> "Table":

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from forensics.cli.common import print_json
+from forensics.cli.common import add_utc_argument, print_json
 from forensics.errors import ExitCode, ForensicsError
 
 # statuses as the runner names them (forensics/conformance/runner.py)
@@ -33,6 +33,7 @@ def add_parser(sub) -> None:
                    help="a scenario file (or a folder of them) in delta-forensics' format "
                         "(forensics/conformance/scenarios/README.md) instead of the shipped set")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_utc_argument(p, prints_times=False)
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when a scenario disagrees without a documented reason, or a known difference "
                         "no longer reproduces")

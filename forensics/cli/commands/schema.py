@@ -7,11 +7,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from forensics.cli.common import add_utc_argument
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("schema", help="print the JSON Schema of a command's --json output (no COMMAND: list them)",
                        description=__doc__)
     p.add_argument("name", metavar="COMMAND", nargs="?", help="a command with --json, e.g. explain-error")
+    add_utc_argument(p, prints_times=False)
     p.set_defaults(func=run)
 
 

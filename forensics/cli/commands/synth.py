@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forensics.cli.common import add_utc_argument
 from forensics.errors import ExitCode, ForensicsError
+
 DEFAULT_ENGINE = "Apache-Spark/3.5.1 Delta-Lake/3.2.0"  # = forensics.synth.sparkformat.DEFAULT_ENGINE (kept cheap to import)
 
 
@@ -48,6 +50,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--engine-info", default=DEFAULT_ENGINE,
                    help="commitInfo.engineInfo; a Databricks-Runtime/… value makes the table WriteSerializable")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print the summary as JSON")
+    add_utc_argument(p, prints_times=False)
     p.set_defaults(func=run)
 
 
