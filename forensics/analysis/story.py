@@ -460,7 +460,7 @@ def error_story(x: ErrorExplanation, log: DeltaLog, utc: bool | None = None) -> 
         rule_text += f"; the file: {r.file}"
     lines.append(StoryLine("rule", rule_text + ".", "bold red"))
     lines.append(StoryLine("sure", _error_sure(x)))
-    lines.append(_fix_line(x.fixes, "nothing the log can ground"))
+    lines.append(_fix_line(x.advice, "nothing the log can ground"))
     who_ = who_line([(w, log.record(w))]) if w is not None and log.has_version(w) else None
     return lines + ([who_] if who_ else [])
 

@@ -31,7 +31,7 @@ class DefeatedAttempt:
     file: str | None
     loser_of: int  # the version it lost to
     why: str | None
-    advice: tuple[str, ...] | None = None  # the error text's own advice (None: from evidence)
+    advice: tuple["Advice", ...] | None = None  # explain-error's advice for the loser of the text (None: from evidence)
     # What the loser is taken to have done (for the incident story; not in the JSON): the version it
     # read, the partitions it wrote (its orphan files), what it did in words, and its re-run if one landed.
     read_version: int | None = None
@@ -41,10 +41,8 @@ class DefeatedAttempt:
     operation: str | None = None  # the operation its replay took it for (its re-run's when one landed)
 
     def fixes(self) -> list["Advice"]:
-        """The error text's advice as Advice records, resting on this attempt's source."""
-        from forensics.replay.advice import Advice
-
-        return [Advice("For the aborted transaction", text, self.source) for text in self.advice or ()]
+        """What the loser of the error text should change (explain-error's advice records)."""
+        return list(self.advice or ())
 
     def to_dict(self) -> dict[str, Any]:
         d = {"source": self.source, "exception": self.exception, "partition": self.partition, "file": self.file,

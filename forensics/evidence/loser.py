@@ -84,11 +84,10 @@ class ErrorExplanation:
     replay: WhatIfResult | None
     hypothesis: str | None
     reproduced: bool
-    advice: list[str]
+    advice: list[Advice]  # what to do, the example in the user's SQL, the evidence
     why: str
     loser_partitions: list[dict[str, Any]] = field(default_factory=list)
     window: tuple[int, int] | None = None
-    fixes: list[Advice] = field(default_factory=list)  # `advice` as records: what to do, the example, the evidence
     read_why: str | None = None  # which version the loser is taken to have read, and how that is known
     # The incident story (forensics.analysis.story), set by the front object: the evidence stage
     # comes before the analysis stage that tells it.
@@ -115,7 +114,7 @@ class ErrorExplanation:
             "hypothesis": self.hypothesis,
             "reproduced": self.reproduced,
             "certainty": "inferred" if self.replay else None,
-            "advice": [a.to_dict() for a in self.fixes],  # the same records as explain's advice
+            "advice": [a.to_dict() for a in self.advice],  # the same records as explain's advice
             "why": self.why,
             "story": [line.text for line in self.story_lines],
         }
@@ -403,16 +402,14 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
     if facts is not None and facts.said():
         whys.append("you said: " + ", ".join(facts.said()))
     conditions = [(facts.predicate, "your condition, as given")] if facts is not None and facts.predicate else []
-    fixes = advice_for_error(log, state, report, winner, replay, parts, conditions)
+    advice = advice_for_error(log, state, report, winner, replay, parts, conditions)
     return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced,
-                            [a.sentence() for a in fixes], "; ".join(whys), parts, window, fixes,
-                            rwhy or None)
+                            advice, "; ".join(whys), parts, window, rwhy or None)
 
 
 def text_only_explanation(report: ErrorReport) -> dict[str, Any]:
     """What an error text says on its own (no table given): the `explain-error --json` object, nothing replayed."""
     from forensics.replay.advice import general_fixes
 
-    fixes = general_fixes(report.rule)
-    return ErrorExplanation(report, None, None, None, None, False, [a.sentence() for a in fixes],
-                            "no table given: what the text says, nothing replayed", fixes=fixes).to_dict()
+    return ErrorExplanation(report, None, None, None, None, False, general_fixes(report.rule),
+                            "no table given: what the text says, nothing replayed").to_dict()

@@ -29,12 +29,8 @@ class Advice:
     evidence: str
     example: str | None = None  # what to write, in the user's own SQL (aliases and column names as written)
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, str | None]:
         return {"title": self.title, "detail": self.detail, "evidence": self.evidence, "example": self.example}
-
-    def sentence(self) -> str:
-        """One line: what to do, why, and the fact it rests on (the terminal's and the Python API's advice strings; JSON carries `to_dict()`)."""
-        return self.title + (f": {self.detail}" if self.detail else "") + (f" (evidence: {self.evidence})" if self.evidence else "")
 
 
 def pinned_condition(conditions: list[tuple[str | None, str]], column: str, values: list[str], schema: Any,
@@ -310,7 +306,9 @@ def fixes_for_loser(log: DeltaLog, state: StateIndex, winner: int, *, rule: str 
             mine = sorted({str(p.get(col)) for p in parts if p.get(col) is not None})
             schema = TableSchema.from_metadata(md)
             merge = hyp_op in ("", "MERGE")
-            theirs = [(logged_condition(rec.operation_parameters), f"v{winner}'s MERGE condition, as an example")] if wop == "MERGE" else []
+            # the winner's MERGE condition shows how the user names things only to a MERGE loser: as an
+            # example for a DELETE/UPDATE condition it reads `id = id AND ...`
+            theirs = [(logged_condition(rec.operation_parameters), f"v{winner}'s MERGE condition, as an example")] if wop == "MERGE" and merge else []
             both = sorted(set(mine) & set(wparts))
             if both:
                 out.append(Advice(
