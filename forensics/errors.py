@@ -25,6 +25,7 @@ class ExitCode(IntEnum):
     STORE_UNREACHABLE = 9  # the object store did not answer (connection refused, DNS, timeout)
     STORE_DENIED = 10  # the object store refused the credentials (401/403)
     STORE_NOT_FOUND = 11  # no such bucket or container
+    STORE_THROTTLED = 12  # the object store kept throttling (503 SlowDown, 429) after the retries
     INTERNAL = 70  # a bug: please report it (the traceback is in the log file)
 
     @property
@@ -39,6 +40,7 @@ _MEANINGS = {
     ExitCode.SPARK: "Spark failed", ExitCode.NO_VERSION: "version not in the log",
     ExitCode.NOT_RECOGNIZED: "error text not recognised", ExitCode.STORE_UNREACHABLE: "object store unreachable",
     ExitCode.STORE_DENIED: "object store denied access", ExitCode.STORE_NOT_FOUND: "no such bucket or container",
+    ExitCode.STORE_THROTTLED: "object store throttling",
     ExitCode.INTERNAL: "internal error",
 }
 
@@ -125,6 +127,12 @@ class StoreAccessDenied(ForensicsError):
 
 class StoreNotFound(ForensicsError):
     code = ExitCode.STORE_NOT_FOUND
+
+
+class StoreThrottled(ForensicsError):
+    """The store answered "slow down" to every retry: the table is fine, try again later."""
+
+    code = ExitCode.STORE_THROTTLED
 
 
 def error_line(e: BaseException) -> str:

@@ -520,10 +520,68 @@ def test_predicate_parser_bounds_size_and_depth():
         p = parse_predicate(text)
         assert time.monotonic() - t0 < 5, text[:40]
         assert p.sql is None and p.error, text[:40]
-    # Real predicates nest a few levels; 20 must still parse (sqlglot's recursion, not MAX_DEPTH, is
-    # the tighter bound: ~45 parenthesis levels, reported as "nesting deeper than MAX_DEPTH").
+    # Real predicates nest a few levels; 20 must still parse (the exact boundary: next test).
     deep_ok = "(" * 20 + "a = 1" + ")" * 20
     assert parse_predicate(deep_ok).sql is not None and MAX_DEPTH >= 20
+
+
+NESTINGS = {
+    "parentheses": lambda d: "(" * d + "a = 1" + ")" * d,
+    "calls": lambda d: "abs(" * d + "a" + ")" * d + " = 1",
+    "NOT": lambda d: "NOT " * d + "a = 1",
+    "CASE": lambda d: "CASE WHEN " * d + "a = 1" + " THEN 1 END" * d + " = 1",
+    "Catalyst OR chain": lambda d: "(" * d + "(a = 0)" + "".join(f" OR (a = {i}))" for i in range(1, d + 1)),
+    "IN": lambda d: "a IN (" * d + "1" + ")" * d,
+}
+
+
+@pytest.mark.parametrize("form", sorted(NESTINGS))
+def test_nesting_limit_is_the_one_the_message_names(form):
+    """Up to MAX_DEPTH levels parse, one more is refused with "nesting deeper than MAX_DEPTH", even
+    when parse_predicate is called 300 frames deep (the message once said 200 while sqlglot's
+    recursion stopped near 49). The oracle: sqlglot's own tree, parsed in a thread with room to spare."""
+    import sys
+    import threading
+
+    import sqlglot
+
+    from forensics.predicates import MAX_DEPTH, parse_predicate
+    from forensics.predicates.parse import _depth, _parse_cached
+
+    def oracle_depth(text: str) -> int:
+        got: dict[str, int] = {}
+
+        def run() -> None:
+            sys.setrecursionlimit(100_000)
+            got["d"] = _depth(sqlglot.parse_one(text, read="spark"))
+
+        old = threading.stack_size(512 << 20)
+        try:
+            t = threading.Thread(target=run)
+            t.start()
+            t.join()
+        finally:
+            threading.stack_size(old)
+        return got["d"]
+
+    def nested(n: int, f):
+        return f() if n == 0 else nested(n - 1, f)
+
+    saw = set()
+    for d in range(1, MAX_DEPTH + 3):
+        text = NESTINGS[form](d)
+        depth = oracle_depth(text)
+        _parse_cached.cache_clear()
+        p = nested(300, lambda: parse_predicate(text))
+        if depth <= MAX_DEPTH:
+            assert p.sql is not None, (d, depth, p.error)
+            saw.add("ok")
+        else:
+            assert p.sql is None and p.error == f"nesting deeper than {MAX_DEPTH}", (d, depth, p.error)
+            saw.add("refused")
+        if depth > MAX_DEPTH + 1:
+            break
+    assert saw == {"ok", "refused"}, saw  # the boundary was crossed
 
 
 def test_error_text_parser_bounds_hostile_input():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -67,22 +68,33 @@ def _said_writer_conf(args: argparse.Namespace, table: "Table") -> "Table":
     that replays nothing (no --rules), that the settings change nothing here."""
     conf = table.writer_conf
     if conf and not getattr(args, "quiet", False):
-        from forensics.safe import inert
+        from forensics.safe import inert, scrub
 
         notes = conf.not_modelled_notes() if hasattr(args, "rules") else [
             f"--writer-conf has no effect on {getattr(args, 'command', 'this command')}: it replays no transaction"]
         for note in notes:
-            sys.stderr.write("note: " + inert(note, 1000) + "\n")
+            sys.stderr.write("note: " + inert(scrub(note), 1000) + "\n")
     return table
 
 
+# A setting's name as people write them (AWS_SECRET_ACCESS_KEY, sas_token, spark.hadoop.fs.s3a.secret.key):
+# only text of this shape is ever repeated back in a usage error.
+_KEY_SHAPE = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[a-z][a-z0-9]*(_[a-z0-9]+)+|[a-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+")
+
+
 def pairs(values: list[str], flag: str) -> dict[str, str]:
-    """`KEY=VALUE` arguments as a dict; a value may itself hold `=`."""
+    """`KEY=VALUE` arguments as a dict; a value may itself hold `=`. A malformed one is a usage
+    error naming the flag and the key, never the value (it is often a credential)."""
     out: dict[str, str] = {}
     for v in values or []:
         key, eq, val = v.partition("=")
-        if not eq or not key.strip():
-            raise ForensicsError(ExitCode.USAGE, f"{flag} takes KEY=VALUE, got {key.strip()[:40]!r}")
+        if not eq:
+            head, colon, _ = v.partition(":")
+            named = colon and len(head) <= 100 and _KEY_SHAPE.fullmatch(head.strip())
+            got = f"{head.strip()} followed by ':'" if named else "text without '='"
+            raise ForensicsError(ExitCode.USAGE, f"{flag} takes KEY=VALUE, got {got} (the value is not shown)")
+        if not key.strip():
+            raise ForensicsError(ExitCode.USAGE, f"{flag} takes KEY=VALUE, got an empty KEY (the value is not shown)")
         out[key.strip()] = val
     return out
 

@@ -8,9 +8,11 @@ diagnostics with documented exit codes (no traceback reaches the user).
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import pkgutil
+import re
 import sys
 import traceback
 from typing import Sequence
@@ -18,17 +20,78 @@ from typing import Sequence
 from forensics import __version__
 from forensics.errors import ExitCode, ForensicsError
 from forensics import cache_root, fewer_collections
+from forensics.safe import remember_argv, remember_environment, scrub
 
 PROG = "delta-forensics"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but usage errors exit with our documented code and one line of help."""
+    """argparse, but usage errors exit with our documented code and one line of help, and never
+    quote what was typed: a mistyped flag's value may be a credential."""
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.error(_unrecognised(extras, _option_strings(self)))
+        return ns
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {scrub(_without_values(message))}\n")
         raise SystemExit(int(ExitCode.USAGE))
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag of the parser and of its subcommands (for "did you mean")."""
+    out = set(parser._option_string_actions)  # noqa: SLF001 - argparse keeps them nowhere public
+    for action in parser._actions:  # noqa: SLF001
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                out |= _option_strings(sub)
+    return out
+
+
+def _flag_name(token: str) -> str:
+    """`--name=value` -> `--name`; `-xVALUE` -> `-x` (a short flag's value may be attached)."""
+    return token.split("=", 1)[0] if token.startswith("--") else token[:2]
+
+
+def _unrecognised(extras: list[str], known: set[str]) -> str:
+    """Name the unknown flags (never a value, nor a word that followed them)."""
+    flags = [_flag_name(e) for e in extras if e.startswith("-") and len(e) > 1 and not re.match(r"^-\d", e)]
+    others = len(extras) - len(flags)
+    parts = []
+    if flags:
+        parts.append(f"unrecognized option{'s' if len(flags) > 1 else ''} {', '.join(dict.fromkeys(flags))}")
+    if others:
+        parts.append(f"{others} unexpected argument{'s' if others > 1 else ''}")
+    hints = [m[0] for f in flags if (m := difflib.get_close_matches(f, sorted(known), n=1, cutoff=0.75))]
+    hint = f"; did you mean {', '.join(dict.fromkeys(hints))}?" if hints else ""
+    return "; ".join(parts) + " (values are not shown)" + hint
+
+
+_CHOICE = re.compile(r"^(argument .+?: )invalid choice: (.*) \(choose from (.*)\)$", re.S)
+_TYPED = re.compile(r"^(argument .+?: invalid [\w.]+ value): .*$", re.S)
+_IGNORED = re.compile(r"^(argument .+?: ignored explicit argument) .*$", re.S)
+
+
+def _without_values(message: str) -> str:
+    """argparse's message with the user's words left out: invalid choices, typed values,
+    explicit arguments and unknown options are named by flag only."""
+    if m := _CHOICE.match(message):
+        choices = re.findall(r"'([^']*)'", m.group(3)) or [c.strip() for c in m.group(3).split(",")]
+        near = difflib.get_close_matches(m.group(2).strip("'\""), choices, n=1, cutoff=0.75)
+        return f"{m.group(1)}invalid choice (choose from {m.group(3)})" + (f"; did you mean {near[0]}?" if near else "")
+    if m := _TYPED.match(message):
+        return m.group(1)
+    if m := _IGNORED.match(message):
+        return f"{m.group(1)} (not shown)"
+    if message.startswith("ambiguous option: "):
+        option, _, matches = message[len("ambiguous option: "):].rpartition(" could match ")
+        return f"ambiguous option: {_flag_name(option)} could match {matches}"
+    if message.startswith("unrecognized arguments: "):
+        return _unrecognised(message.split(" ")[2:], set())
+    return message
 
 
 def command_modules() -> list[str]:
@@ -66,6 +129,8 @@ def _chosen_command(argv: Sequence[str] | None, names: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    remember_argv(sys.argv[1:] if argv is None else argv)  # scrubbed from every message below
+    remember_environment(os.environ)
     parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
@@ -77,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with fewer_collections():
             return int(args.func(args))
     except ForensicsError as e:
-        sys.stderr.write(f"{PROG}: error: {e.one_line()}\n")
+        sys.stderr.write(f"{PROG}: error: {scrub(e.one_line())}\n")
         return int(e.code)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
@@ -92,13 +157,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = cache_root() / "last-error.txt"
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(traceback.format_exc())
+            path.write_text(scrub(traceback.format_exc()))
             where = f"; details in {path}"
         except OSError:
             where = ""
         from forensics.safe import inert
 
-        sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: {inert(str(e), 300)}{where}\n")
+        sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: {inert(scrub(str(e)), 300)}{where}\n")
         return int(ExitCode.INTERNAL)
 
 

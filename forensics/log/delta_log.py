@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from typing import Any, Callable
 import polars as pl
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.log import cache as C
 from forensics.log import listing as L
 from forensics.log.index import (
     build_commit_index,
@@ -34,7 +34,6 @@ from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, ParsedFiles, arr
 from forensics.model import CommitRecord, Finding
 from forensics.runtime.paths import table_cache_dir
 
-CACHE_FORMAT = 5  # 4: invalid actions set aside (sanity.py), lazy actions; 5: fewer commitInfo columns
 SparkFactory = Callable[[], Any]
 Progress = Callable[[str], None]
 
@@ -87,7 +86,9 @@ class DeltaLog:
         plan = _plan_files(listing)
         early = None
         if spark is None and use_cache and _cache_is_behind(cache_dir, plan):
-            # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
+            # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k),
+            # with the heap the new files ask for (forensics/log/sizes.py).
+            _reserve_heap([f for v, (f, _) in plan.items() if v > _cached_max(cache_dir)], plan)
             pool = ThreadPoolExecutor(max_workers=1)
             early = pool.submit(spark_factory)
             pool.shutdown(wait=False)
@@ -107,7 +108,7 @@ class DeltaLog:
                 actions = _then_concat(actions, a2)
                 others = pl.concat([others, o2], how="vertical_relaxed")
                 if use_cache:
-                    _append_cache(cache_dir, listing, plan, c2, a2, o2)
+                    _append_cache(cache_dir, listing, plan, meta, commits, a2, o2)
         else:
             files = [f for _, (f, _) in sorted(plan.items())]
             from_cache = False
@@ -287,6 +288,7 @@ def _then_concat(first, more: pl.DataFrame):
 def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str) -> tuple[Any, ParsedFiles]:
     """Parse commit files with Spark, starting it if the listing did not already."""
     say(f"reading {len(files)} {what}commit file(s) with Spark")
+    _reserve_heap(files, plan)  # a running session too small for them: one line, not a dead JVM
     spark = spark or spark_factory()
     return spark, _read(spark, files, plan)
 
@@ -300,21 +302,33 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
 
 def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool,
                          as_uri: str | None = None) -> tuple[L.LogListing, Any]:
-    """List `_delta_log`, starting the JVM at the same time when Spark will surely be needed
-    (no cache to consult) and the log directory exists.
-
-    The JVM starts in this thread (its stderr goes to a log file meanwhile) and the listing in
-    a worker, so a listing error is only raised after the terminal's stderr is back.
+    """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
+    consult, a local log directory). The listing comes first so the JVM's heap can be sized
+    from the files it will parse (forensics/log/sizes.py): a local listing of 20,000 commits
+    takes tens of milliseconds, a JVM that dies of a too-small heap the whole run.
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
-    cached = use_cache and (table_cache_dir(as_uri or table_uri) / "meta.json").exists()
+    cached = use_cache and C.current_dir(table_cache_dir(as_uri or table_uri)) is not None
+    listing = _as(L.list_log(location), as_uri)
     if not local_log or cached:
-        return _as(L.list_log(location), as_uri), None
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        fut = pool.submit(L.list_log, location)
-        spark = spark_factory()
-        return _as(fut.result(), as_uri), spark
+        return listing, None
+    plan = _plan_files(listing)
+    _reserve_heap([f for f, _ in plan.values()], plan)
+    return listing, spark_factory()
+
+
+def _reserve_heap(files: list, plan: dict[int, tuple[L.LogFile, str]]) -> None:
+    from forensics.log.sizes import reserve_heap_for
+
+    reserve_heap_for(files, {f.uri: v for v, (f, _) in plan.items()})
+
+
+def _cached_max(cache_dir: Path) -> int:
+    try:
+        return int((C.read_meta(cache_dir) or {})["max_version"])
+    except (ValueError, KeyError, TypeError):
+        return -1
 
 
 # --------------------------------------------------------------------------------------
@@ -411,7 +425,9 @@ def _last_checkpoint_findings(listing: L.LogListing) -> list[Finding]:
         return [Finding("last_checkpoint.corrupt", "not valid JSON with a version; the directory listing is used instead", "warning", name)]
     cps = {c.version for c in listing.checkpoints if c.complete}
     if v not in cps:
-        return [Finding("last_checkpoint.dangling", f"points at checkpoint {v}, which does not exist; the directory listing is used instead", "warning", name, v)]
+        partial = [c for c in listing.checkpoints if c.version == v]
+        what = "is incomplete (parts missing)" if partial else "does not exist"
+        return [Finding("last_checkpoint.dangling", f"points at checkpoint {v}, which {what}; the directory listing is used instead", "warning", name, v)]
     if cps and v < max(cps):
         return [Finding("last_checkpoint.stale", f"points at checkpoint {v} but {max(cps)} is newer", "info", name, v)]
     return []
@@ -438,41 +454,21 @@ def _fingerprint(plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, list]:
 
 
 def _load_cache(cache_dir: Path, table_uri: str):
-    meta_p = cache_dir / "meta.json"
-    if not meta_p.exists():
-        return None
-    try:
-        meta = json.loads(meta_p.read_text())
-        if meta.get("format") != CACHE_FORMAT or meta.get("location") != table_uri:
-            return None
-        commits = pl.read_parquet(cache_dir / "commits.parquet")
-        others = pl.concat([pl.read_parquet(p) for p in sorted(cache_dir.glob("others-*.parquet"))], how="vertical_relaxed")
-        action_parts = sorted(cache_dir.glob("actions-*.parquet"))
-        if not action_parts:
-            return None
-        return commits, _actions_loader(action_parts, table_uri), others, meta
-    except Exception:  # noqa: BLE001 - a broken cache is rebuilt, never trusted
-        return None
+    """The published cache generation (forensics/log/cache.py), or None."""
 
+    def fallback(versions: list[int]) -> pl.DataFrame:
+        # The same versions the cached commits hold, from the log: never more (new commits) or fewer.
+        return DeltaLog.open(table_uri, use_cache=False).actions.filter(pl.col("version").is_in(versions))
 
-def _actions_loader(parts: list[Path], table_uri: str) -> Callable[[], pl.DataFrame]:
-    """Read the cached file actions when first needed; a cache that vanished meanwhile is rebuilt."""
-
-    def load() -> pl.DataFrame:
-        try:
-            return pl.concat([pl.read_parquet(p) for p in parts], how="vertical_relaxed")
-        except Exception:  # noqa: BLE001 - removed or broken under us: read the log afresh
-            return DeltaLog.open(table_uri, use_cache=False).actions
-
-    return load
+    return C.load(cache_dir, table_uri, fallback)
 
 
 def _cache_is_behind(cache_dir: Path, plan) -> bool:
     """Whether the log has versions past the cached maximum (read from meta.json alone)."""
     try:
-        meta = json.loads((cache_dir / "meta.json").read_text())
-        return bool(plan) and max(plan) > int(meta["max_version"])
-    except (OSError, ValueError, KeyError, TypeError):
+        meta = C.read_meta(cache_dir)
+        return meta is not None and bool(plan) and max(plan) > int(meta["max_version"])
+    except (ValueError, KeyError, TypeError):
         return False
 
 
@@ -491,40 +487,12 @@ def _cache_covers(cached, plan) -> bool:
 
 
 def _write_cache(cache_dir: Path, listing: L.LogListing, plan, commits, actions, others) -> None:
-    try:
-        if cache_dir.exists():
-            shutil.rmtree(cache_dir)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        commits.write_parquet(cache_dir / "commits.parquet")
-        actions.write_parquet(cache_dir / "actions-000000.parquet")
-        others.write_parquet(cache_dir / "others-000000.parquet")
-        _write_meta(cache_dir, listing, plan, parts=1)
-    except OSError:
-        pass  # a read-only cache directory only costs speed
+    C.write(cache_dir, _meta(listing, plan), commits, actions, others)
 
 
-def _append_cache(cache_dir: Path, listing: L.LogListing, plan, c2, a2, o2) -> None:
-    try:
-        meta = json.loads((cache_dir / "meta.json").read_text())
-        part = int(meta.get("parts", 1))
-        commits = pl.concat([pl.read_parquet(cache_dir / "commits.parquet"), c2], how="vertical_relaxed")
-        commits.write_parquet(cache_dir / "commits.parquet")
-        a2.write_parquet(cache_dir / f"actions-{part:06d}.parquet")
-        o2.write_parquet(cache_dir / f"others-{part:06d}.parquet")
-        _write_meta(cache_dir, listing, plan, parts=part + 1)
-    except (OSError, ValueError):
-        pass
+def _append_cache(cache_dir: Path, listing: L.LogListing, plan, base_meta, commits, a2, o2) -> None:
+    C.append(cache_dir, base_meta, _meta(listing, plan), commits, a2, o2)
 
 
-def _write_meta(cache_dir: Path, listing: L.LogListing, plan, parts: int) -> None:
-    meta = {
-        "format": CACHE_FORMAT,
-        "location": listing.table_uri,
-        "built_at": int(time.time() * 1000),
-        "max_version": max(plan) if plan else -1,
-        "fingerprint": _fingerprint(plan),
-        "parts": parts,
-    }
-    tmp = cache_dir / "meta.json.tmp"
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, cache_dir / "meta.json")
+def _meta(listing: L.LogListing, plan) -> dict:
+    return {"location": listing.table_uri, "max_version": max(plan) if plan else -1, "fingerprint": _fingerprint(plan)}

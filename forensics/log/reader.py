@@ -102,8 +102,23 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
         with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
             tbl = _parse_and_collect(spark, files, versions)
     except Exception as e:  # noqa: BLE001 - Spark is lazy: read errors surface at collection
-        raise ForensicsError(ExitCode.SPARK, f"Spark could not read the commit files: {error_summary(e)}") from e
+        summary = error_summary(e)
+        if any(m in summary for m in _JVM_GONE):
+            # The JVM died under the read (its heap, most likely): name the biggest file, not the socket.
+            big = max(files, key=lambda f: f.size or 0)
+            raise ForensicsError(
+                ExitCode.SPARK,
+                f"the Spark JVM stopped while parsing {len(files)} commit file(s), the largest {big.size / (1 << 20):.0f} MB "
+                f"(out of heap memory? its log is spark.log in the cache directory); set DELTA_FORENSICS_DRIVER_MEMORY higher",
+                file=f"_delta_log/{big.name}", version=versions.get(big.uri),
+            ) from e
+        raise ForensicsError(ExitCode.SPARK, f"Spark could not read the commit files: {summary}") from e
     return ParsedFiles(*_split(tbl))
+
+
+# What py4j says when the JVM on the other side is gone (killed, or exited on OutOfMemoryError).
+_JVM_GONE = ("Connection refused", "Error while sending or receiving", "Answer from Java side is empty",
+             "OutOfMemoryError", "Cannot invoke \"org.apache.spark.scheduler.DAGScheduler")
 
 
 def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int]) -> pa.Table:
@@ -365,6 +380,9 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
 
     findings: list[Finding] = []
     parts = list(cp.files)
+    if cp.fmt != "json":
+        for f in parts:
+            _require_whole_parquet(f, cp.version)
     try:
         if cp.fmt == "json":
             base = read_commit_files(spark, parts, source_version={f.uri: cp.version for f in parts})
@@ -397,6 +415,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
                             f"_delta_log/_sidecars/{name}", cp.version)
                 )
                 continue
+            _require_whole_parquet(f, cp.version, (_json.loads(r["payload"]) or {}).get("sizeInBytes"))
             uris.append(f.uri)
         if uris:
             try:
@@ -408,7 +427,57 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
             sact, soth = _checkpoint_tables(sdf, cp.version, stats=stats)
             act = pa.concat_tables([act, sact])
             oth = pa.concat_tables([oth, soth])
+    kinds = set(oth.column("kind").to_pylist())
+    if not findings and not {"protocol", "metaData"} <= kinds:
+        # Every checkpoint holds the table's protocol and metaData (PROTOCOL.md "Checkpoints"): one
+        # without them was cut short (a torn JSON manifest, a Parquet file with no rows yet).
+        lacking = " and ".join(k for k in ("protocol", "metaData") if k not in kinds)
+        raise torn(f"checkpoint has no {lacking} action (a partial write?)", f"_delta_log/{parts[0].name}", cp.version)
     return ParsedFiles(act, oth, findings)
+
+
+def torn(message: str, file: str, version: int) -> ForensicsError:
+    """A checkpoint file caught half-written: unusable as a base, so an older one is used
+    (snapshot.state_actions); reported as `checkpoint.unreadable` naming the file."""
+    err = ForensicsError(ExitCode.UNREADABLE, message, file=file, version=version)
+    err.finding_code = "checkpoint.unreadable"  # type: ignore[attr-defined]
+    return err
+
+
+# The smallest Parquet file: magic, a footer length, magic ("PAR1" ... "PAR1").
+_PARQUET_MIN = 12
+
+
+def _require_whole_parquet(f: LogFile, version: int, expected_size: int | None = None) -> None:
+    """Raise `torn` unless `f` ends like a whole Parquet file (and has the size its V2
+    manifest recorded). Spark reads a 0-byte Parquet file as no rows, not as an error: a
+    checkpoint caught while being written would silently be an empty table."""
+    name = f"_delta_log/{f.name}"
+    if isinstance(expected_size, int) and expected_size > 0 and f.size != expected_size:
+        raise torn(f"sidecar is {f.size} bytes but the checkpoint recorded {expected_size} (a partial write?)", name, version)
+    if f.size < _PARQUET_MIN:
+        raise torn(f"{f.size} bytes: not a whole Parquet file (a partial write?)", name, version)
+    try:
+        head, tail = _ends(f.uri, f.size)
+    except OSError as e:
+        raise torn(f"cannot be read: {e}", name, version) from e
+    footer_len = int.from_bytes(tail[:4], "little")
+    if head != b"PAR1" or tail[4:] != b"PAR1" or footer_len > f.size - _PARQUET_MIN:
+        raise torn("no Parquet footer at the end of the file (a partial write?)", name, version)
+
+
+def _ends(uri: str, size: int) -> tuple[bytes, bytes]:
+    """The first 4 and the last 8 bytes of a file (two small reads, local or on a store)."""
+    from forensics.log.listing import _arrow_fs, is_local
+
+    if is_local(uri):
+        with open(uri[5:] if uri.startswith("file:") else uri, "rb") as fh:
+            head = fh.read(4)
+            fh.seek(size - 8)
+            return head, fh.read(8)
+    fs, path = _arrow_fs(uri)
+    with fs.open_input_file(path) as fh:
+        return fh.read_at(4, 0), fh.read_at(8, size - 8)
 
 
 def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Table, pa.Table]:

@@ -8,6 +8,7 @@ Checkpoints are read with Spark once and then kept in the table's cache director
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
@@ -90,9 +91,12 @@ def checkpoint_tables(
         from forensics.runtime.spark import error_summary
 
         msg = e.message if isinstance(e, ForensicsError) else f"checkpoint could not be read: {error_summary(e)}"
-        raise ForensicsError(
+        err = ForensicsError(
             ExitCode.UNREADABLE, msg, file=getattr(e, "file", None) or f"_delta_log/{cp.files[0].name}", version=cp.version
-        ) from e
+        )
+        if hasattr(e, "finding_code"):  # e.g. checkpoint.unreadable (reader.torn): kept for the finding
+            err.finding_code = e.finding_code  # type: ignore[attr-defined]
+        raise err from e
     missing = [f for f in parsed.findings if f.code == "checkpoint.sidecar_missing"]
     if missing:
         # Without all its sidecars the checkpoint's file list is incomplete: not a usable base
@@ -123,8 +127,12 @@ def checkpoint_tables(
     if cdir is not None:
         try:
             cdir.mkdir(parents=True, exist_ok=True)
-            acts.write_parquet(a_p)
-            oth.write_parquet(o_p)
+            # Written aside and renamed: another process reading the same cache (or this one
+            # killed mid-write) never sees half a file.
+            for df, dst in ((oth, o_p), (acts, a_p)):
+                tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+                df.write_parquet(tmp)
+                os.replace(tmp, dst)
         except OSError:
             pass
     return acts, oth, found

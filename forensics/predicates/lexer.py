@@ -21,7 +21,11 @@ from dataclasses import dataclass, field
 
 from forensics.predicates.parsed import TRUNCATION_MARK
 
-MAX_DEPTH = 200
+# Levels of an expression tree (parse._depth; a chain of one connective is one level) that
+# parse.py guarantees to parse: sqlglot recurses ~22 Python frames per level, and parse.py makes
+# room for that many however deep its caller's stack is (tests/test_predicates_properties.py
+# and tests/test_reliability.py check the boundary). Deeper text is refused with this number.
+MAX_DEPTH = 64
 
 
 class TooDeep(ValueError):
@@ -204,7 +208,7 @@ def group(toks: list[Tok]) -> tuple[Group, bool, bool]:
             g = Group(t)
             stack[-1].items.append(g)
             stack.append(g)
-            if len(stack) > MAX_DEPTH:
+            if len(stack) - 1 > MAX_DEPTH:  # the root is no group; each group is at least one level
                 raise TooDeep(f"nesting deeper than {MAX_DEPTH}")
         elif t.kind == "rp":
             if len(stack) > 1:

@@ -9,6 +9,9 @@ with `sql=None` and a one-line `error`.
 from __future__ import annotations
 
 import functools
+import sys
+import threading
+from contextlib import contextmanager
 
 from functools import lru_cache
 from typing import Any
@@ -113,7 +116,8 @@ def _parse(text: str, key: SchemaKey) -> ParsedPredicate:
             lexer.quote_catalyst_literals(root, text)
         sql_text = lexer.emit(root)
         try:
-            tree = sqlglot.parse_one(sql_text, read=DIALECT)
+            with _headroom():
+                tree = sqlglot.parse_one(sql_text, read=DIALECT)
         except RecursionError:
             return _unparsed(text, f"nesting deeper than {MAX_DEPTH}", truncated)
         except Exception as e:  # sqlglot ParseError / TokenError
@@ -130,6 +134,31 @@ def _parse(text: str, key: SchemaKey) -> ParsedPredicate:
         tree = _normalise(tree, key, catalyst)
         return make(text, tree, truncated, key)
     return _unparsed(text, f"cannot parse predicate: {last_error}", truncated)
+
+
+# sqlglot's parser recurses ~22 Python frames per tree level (a function call in a function
+# call is the costliest form measured); the margin covers the frames around the recursion.
+_FRAMES_PER_LEVEL = 26
+_HEADROOM = MAX_DEPTH * _FRAMES_PER_LEVEL + 200
+_limit_lock = threading.Lock()
+
+
+@contextmanager
+def _headroom():
+    """Let sqlglot recurse through MAX_DEPTH levels however deep the caller's stack already is,
+    so the limit in the "nesting deeper than" message is the one the parser really has: the
+    recursion limit is raised (never lowered) for the parse, under a lock, and put back."""
+    depth, f = 0, sys._getframe()
+    while f is not None:
+        depth, f = depth + 1, f.f_back
+    with _limit_lock:
+        saved = sys.getrecursionlimit()
+        if depth + _HEADROOM > saved:
+            sys.setrecursionlimit(depth + _HEADROOM)
+        try:
+            yield
+        finally:
+            sys.setrecursionlimit(saved)
 
 
 def _depth(tree: exp.Expression) -> int:

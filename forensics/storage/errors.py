@@ -15,6 +15,7 @@ from forensics.errors import (
     ForensicsError,
     StoreAccessDenied,
     StoreNotFound,
+    StoreThrottled,
     StoreUnreachable,
     UnreadableLog,
     UsageError,
@@ -43,6 +44,10 @@ _DENIED_CODES = {
     "NoAuthenticationInformation",
     "UserProjectAccountProblem",
 }
+# Throttling replies: S3 (503 SlowDown), Azure (503 ServerBusy), GCS and others (429).
+_THROTTLE_CODES = {"SlowDown", "ServerBusy", "TooManyRequests", "Throttling", "ThrottlingException", "RequestLimitExceeded",
+                   "RequestThrottled", "rateLimitExceeded"}
+_RETRIED = re.compile(r" in ([\d.]+\s*[a-zµ]*), after (\d+) retries")
 _REGION_CODES = {"PermanentRedirect", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
 _CREDENTIAL_HINT = {
     "s3": "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN or AWS_PROFILE",
@@ -81,11 +86,22 @@ def _reason_unreachable(text: str) -> str | None:
         return "TLS certificate not trusted"
     if "connection reset" in low or "broken pipe" in low or "connection closed" in low:
         return "connection dropped"
+    if "cut short" in low or "incompletebody" in low or "unexpectedeof" in low or "response body error" in low:
+        return "transfer cut short"
     if "kind: connect" in low or "tcp connect error" in low or "error sending request" in low:
         return "connection failed"
     if "kind: timeout" in low:
         return "timed out"
     return None
+
+
+def _seconds(elapsed: str) -> str:
+    """object_store's `265.8ms` / `3.2s` as `0.3 s` / `3.2 s`."""
+    m = re.fullmatch(r"([\d.]+)\s*([a-zµ]*)", elapsed.strip())
+    if not m:
+        return elapsed
+    scale = {"ms": 1e-3, "µs": 1e-6, "us": 1e-6, "ns": 1e-9}.get(m.group(2), 1.0)
+    return f"{float(m.group(1)) * scale:.1f} s"
 
 
 def _credential_source(options: StorageOptions) -> str:
@@ -141,6 +157,13 @@ def classify(exc: BaseException, location: StoreLocation, options: StorageOption
             + f": check credentials ({_CREDENTIAL_HINT.get(location.kind, 'credentials')}; {_credential_source(options)}) "
             f"and that they may list and read the {what}"
         )
+    elif status == 429 or code in _THROTTLE_CODES or (status == 503 and "performing head" in low):  # HEAD: no body, no code
+        retried = _RETRIED.search(text)
+        after = f"; {retried.group(2)} retries over {_seconds(retried.group(1))}" if retried else ""
+        err = StoreThrottled(
+            f"the store at {endpoint} kept throttling requests for {uri} ({detail}{after}): nothing is wrong with the "
+            f"table; run again later (storage options MAX_RETRIES and RETRY_TIMEOUT allow more retries)"
+        )
     elif code in _REGION_CODES or status == 301 or "incorrectly configured region" in low:
         err = UsageError(f"the bucket of {uri} is in another region ({detail or 'redirect'}): set AWS_REGION to the bucket's region")
     elif status is None and (reason := _reason_unreachable(text)):
@@ -149,8 +172,9 @@ def classify(exc: BaseException, location: StoreLocation, options: StorageOption
             hint += "; for a private CA set AWS_CA_BUNDLE / SSL_CERT_FILE"
         if any(options.get(k) for k in ("PROXY_URL", "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY")):
             hint += ", the proxy (HTTPS_PROXY / NO_PROXY)"
+        what_failed = "lost the connection to" if reason in ("connection dropped", "transfer cut short") else "cannot reach"
         err = StoreUnreachable(
-            f"cannot reach {endpoint} for {uri} ({reason}): check the endpoint "
+            f"{what_failed} {endpoint} for {uri} ({reason}): check the endpoint "
             f"({options.endpoint_option} / --storage-option {options.endpoint_option}=...){hint} and the network"
         )
     elif status is not None and (status >= 500 or status in (408, 429)):

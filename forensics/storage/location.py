@@ -14,6 +14,7 @@ from typing import Literal
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from forensics.errors import UsageError
+from forensics.safe import scrub_uri_credentials  # the one definition; re-exported for forensics.storage
 
 Kind = Literal["local", "s3", "azure", "gcs", "catalog"]
 
@@ -131,7 +132,7 @@ def parse_location(uri: str) -> StoreLocation:
     if scheme == "file":
         parts = urlsplit(text)
         if parts.netloc not in ("", "localhost"):
-            raise UsageError(f"file: URIs must name a local path, not host {parts.netloc!r}")
+            raise UsageError(f"file: URIs must name a local path, not host {parts.netloc.rpartition('@')[2]!r}")
         return _local(unquote(parts.path) or "/")
     parts = urlsplit(text)
     creds = list(_credentials_from_query(parts.query))
@@ -196,14 +197,4 @@ def parse_location(uri: str) -> StoreLocation:
         bucket=bucket,
         prefix=prefix,
         uri_credentials=tuple(creds),
-    )
-
-
-def scrub_uri_credentials(text: str) -> str:
-    """Remove `user:password@` and query strings carrying signatures from every URL in `text`."""
-    text = re.sub(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@:]*:[^/\s@]*@", r"\1***@", text)
-    return re.sub(
-        r"(?i)([?&](sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sv|se|sp|st|skoid|sktid|skt|ske|sks|skv)=)[^&\s\"'<>]*",
-        r"\1***",
-        text,
     )

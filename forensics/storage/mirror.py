@@ -28,6 +28,7 @@ from forensics.errors import NotADeltaTable, UsageError
 from forensics.storage.errors import store_errors
 from forensics.storage.location import StoreLocation, parse_location
 from forensics.storage.options import StorageOptions, resolve_options
+from forensics.storage.retry import RetryBudget, TransferCutShort, listing_cut, retried
 
 LOG_DIR = "_delta_log"
 MANIFEST = ".delta-forensics-mirror.json"
@@ -143,11 +144,12 @@ def list_table_files(
     loc, options = _resolve(location, options)
     with store_errors(loc, options):
         store = options.store(loc)
-        top = obstore.list_with_delimiter(store)
+        budget = RetryBudget.of(options)
+        top = retried(lambda: obstore.list_with_delimiter(store), budget, listing_cut)
         out = [_remote(m) for m in top["objects"] if not str(m["path"]).endswith("/")]
         prefixes = [p.rstrip("/") for p in top["common_prefixes"] if p.rstrip("/") != LOG_DIR]
         with ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-            for files in pool.map(lambda p: list(_list(store, p)), prefixes):
+            for files in pool.map(lambda p: retried(lambda: list(_list(store, p)), budget, listing_cut), prefixes):
                 out.extend(files)
     return sorted(out, key=lambda f: f.path)
 
@@ -232,8 +234,14 @@ def _writing(path: Path) -> Iterator[None]:
         raise _LocalWriteFailed(f"cannot write the mirror file {path}: {e.strerror or e}") from None
 
 
-def _fetch(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> int | None:
-    """Download one object to `target` atomically; the bytes written, or None if it vanished."""
+def _fetch(store, remote: RemoteFile, target: Path, tmp_dir: Path, budget: RetryBudget) -> RemoteFile | None:
+    """Download one object to `target` atomically, whole or not at all; the object as written
+    (the GET's size, ETag and time if it was rewritten since the listing), or None if it vanished.
+    A body shorter than the listing's size is fetched again within the retry budget."""
+    return retried(lambda: _fetch_once(store, remote, target, tmp_dir), budget, lambda e: isinstance(e, TransferCutShort))
+
+
+def _fetch_once(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> RemoteFile | None:
     import obstore
     from obstore.exceptions import NotFoundError
 
@@ -241,6 +249,9 @@ def _fetch(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> int | None
         result = obstore.get(store, remote.path)
     except (NotFoundError, FileNotFoundError):
         return None  # deleted between the listing and the GET (log cleanup)
+    got = _remote({**result.meta, "path": remote.path})
+    # Rewritten since the listing (`_last_checkpoint`): keep what the GET says it sent.
+    expected = got if got.etag and remote.etag and got.etag != remote.etag else remote
     with _writing(tmp_dir):
         fd, tmp = tempfile.mkstemp(prefix="get-", dir=tmp_dir)
     written = 0
@@ -250,15 +261,17 @@ def _fetch(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> int | None
                 with _writing(target):
                     f.write(chunk)
                 written += len(chunk)
+        if written != expected.size:  # never renamed into the mirror: the temporary file goes
+            raise TransferCutShort(f"transfer cut short: {written:,} of {expected.size:,} bytes of {remote.path}")
         with _writing(target):
-            ns = remote.last_modified_ms * 1_000_000
+            ns = expected.last_modified_ms * 1_000_000
             os.utime(tmp, ns=(ns, ns))
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return written
+    return expected
 
 
 def _local_files(log_dir: Path) -> set[str]:
@@ -292,8 +305,9 @@ def mirror_log(
 
     Fetches only objects that are new or changed since the last mirror into `dest` (name,
     size, ETag, last-modified), with up to `max_workers` concurrent GETs; writes each file
-    atomically with the object's last-modified time as mtime; deletes local files whose object
-    is gone. `dest` must be empty, absent, or an earlier mirror. Raises `NotADeltaTable` when
+    atomically (a temporary file, its size checked against the listing, then renamed: an
+    interrupted run leaves no partial file) with the object's last-modified time as mtime;
+    deletes local files whose object is gone. `dest` must be empty, absent, or an earlier mirror. Raises `NotADeltaTable` when
     the location has no `_delta_log`, and the store errors of `forensics.storage.errors`.
     """
     started = time.monotonic()
@@ -316,7 +330,8 @@ def mirror_log(
             manifest = {}
         with store_errors(loc, options):
             store = options.store(loc)
-            remote, listed_from = _list_log(store, manifest)
+            budget = RetryBudget.of(options)
+            remote, listed_from = retried(lambda: _list_log(store, manifest), budget, listing_cut)
         if not remote:
             raise NotADeltaTable(f"not a Delta table (no _delta_log under it): {loc.uri}")
 
@@ -334,22 +349,22 @@ def mirror_log(
         new_manifest = {r.path: manifest[r.path] for r in remote if r.path in manifest}
         lock = threading.Lock()
 
-        def record(r: RemoteFile, n: int | None) -> None:
+        def record(r: RemoteFile, got: RemoteFile | None) -> None:
             nonlocal fetched, bytes_fetched
             with lock:
-                if n is None:
+                if got is None:
                     vanished.add(r.path)
                     new_manifest.pop(r.path, None)
                     return
                 fetched += 1
-                bytes_fetched += n
-                new_manifest[r.path] = {"size": r.size, "etag": r.etag, "last_modified_ms": r.last_modified_ms}
+                bytes_fetched += got.size
+                new_manifest[r.path] = {"size": got.size, "etag": got.etag, "last_modified_ms": got.last_modified_ms}
 
         try:
             if progress:
                 progress(MirrorProgress(0, len(todo), 0))
             with store_errors(loc, options, listing=False), ThreadPoolExecutor(max_workers=max(1, max_workers)) as pool:
-                pending: dict[Future, RemoteFile] = {pool.submit(_fetch, store, r, dest / r.path, tmp_dir): r for r in todo}
+                pending: dict[Future, RemoteFile] = {pool.submit(_fetch, store, r, dest / r.path, tmp_dir, budget): r for r in todo}
                 try:
                     while pending:
                         done, _ = wait(pending, return_when=FIRST_COMPLETED)

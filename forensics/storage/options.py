@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote
+from urllib.parse import quote, unquote
 
 from forensics.errors import UsageError
-from forensics.storage.location import StoreLocation, parse_location, scrub_uri_credentials
+from forensics.safe import is_secret_key, masked_value, remember_settings, scrub, scrub_uri_credentials, uri_secrets
+from forensics.storage.location import StoreLocation, parse_location
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -200,7 +201,6 @@ _CREDENTIAL_KEYS = {
         "GOOGLE_SKIP_SIGNATURE",
     },
 }
-_SECRET_WORDS = ("KEY", "SECRET", "TOKEN", "SAS", "PASSWORD", "CREDENTIAL")
 # Values safe to print in a diagnostic (everything else longer than 3 chars is scrubbed).
 _SHOWABLE = re.compile(
     r"^(AWS_REGION|AWS_DEFAULT_REGION|AWS_ENDPOINT_URL|AWS_ENDPOINT_URL_S3|AZURE_STORAGE_ACCOUNT_NAME|AZURE_STORAGE_ENDPOINT"
@@ -246,12 +246,6 @@ _ALIASES = {kind: _aliases(kind) for kind in _STORE_KEYS}
 _OBSTORE_KEY = {kind: {envs[0]: key for key, envs in keys.items()} for kind, keys in _STORE_KEYS.items()}
 
 
-def is_secret_key(key: str) -> bool:
-    """Whether a key's value must never be shown (its name says key, secret, token, ...)."""
-    upper = key.upper()
-    return any(w in upper for w in _SECRET_WORDS)
-
-
 def _truthy(value: str | None) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
@@ -286,9 +280,14 @@ class Profile:
     spark_conf: Mapping[str, str]
     writer_conf: Mapping[str, str] = field(default_factory=dict)  # settings of the writer being modelled
 
+    def __post_init__(self) -> None:
+        for table in (self.storage_options, self.spark_conf, self.writer_conf):
+            remember_settings(table)  # scrubbed from every message of this run (forensics.safe)
+
     def __repr__(self) -> str:
         keys = ", ".join(sorted(self.storage_options))
-        return f"Profile(name={self.name!r}, path={str(self.path)!r}, storage_options=[{keys}], spark_conf={dict(self.spark_conf)!r})"
+        conf = {k: masked_value(k, v) for k, v in self.spark_conf.items()}
+        return f"Profile(name={self.name!r}, path={str(self.path)!r}, storage_options=[{keys}], spark_conf={conf!r})"
 
 
 def config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -574,10 +573,13 @@ class StorageOptions:
     config_file: str | None = None
     ignored: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        remember_settings(self.values)  # scrubbed from every message of this run (forensics.safe)
+
     # ---- display -------------------------------------------------------------------
     def masked(self) -> dict[str, str]:
         """The values with every secret replaced by `***` (and proxy passwords removed)."""
-        return {k: ("***" if is_secret_key(k) else scrub_uri_credentials(v)) for k, v in sorted(self.values.items())}
+        return {k: masked_value(k, v) for k, v in sorted(self.values.items())}
 
     def describe(self) -> list[tuple[str, str, str]]:
         """(key, masked value, source) rows, for `--show-options`-style output."""
@@ -594,22 +596,14 @@ class StorageOptions:
     def secret_values(self) -> tuple[str, ...]:
         """Every value a diagnostic must not contain: all but the showable ones, if longer than 3."""
         out = {v for k, v in self.values.items() if len(v) > 3 and (is_secret_key(k) or not (_SHOWABLE.match(k) or _PLAIN_VALUE.match(v)))}
-        for v in self.values.values():  # a password inside a URL (a proxy's) is a secret too
-            for m in re.finditer(r"://[^/\s@:]*:([^/\s@]+)@", v):
-                if len(m.group(1)) > 3:
-                    out.add(m.group(1))
-        for v in list(out):  # a SAS token's signature can show up alone (decoded or not)
-            if "sig=" in v:
-                for name, part in parse_qsl(v, keep_blank_values=True):
-                    if name.lower() == "sig" and len(part) > 3:
-                        out.update({part, quote(part, safe="")})
+        for v in self.values.values():  # a proxy's password, a SAS token's signature (shown alone)
+            for part in uri_secrets(v):
+                out.update({part, unquote(part), quote(unquote(part), safe="")})
         return tuple(sorted(out, key=len, reverse=True))
 
     def scrub(self, text: str) -> str:
-        """`text` without any secret value and without credentials in URLs."""
-        for v in self.secret_values():
-            text = text.replace(v, "***")
-        return scrub_uri_credentials(text)
+        """`text` without any secret value (nor a piece of one) and without credentials in URLs."""
+        return scrub(text, self.secret_values())
 
     # ---- what the store will talk to ----------------------------------------------
     def get(self, key: str, default: str | None = None) -> str | None:

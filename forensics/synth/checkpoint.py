@@ -247,3 +247,67 @@ def write_last_checkpoint(log_dir: Path, version: int, size: int, size_in_bytes:
     tmp.write_text(dumps(obj), encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+# ---- multi-part and V2 (sidecar) checkpoints -------------------------------------------
+
+# V2 manifests add these two columns after domainMetadata (delta-spark 4.x, e.g.
+# ../shared/corpus/tables/krs-v2-checkpoints-parquet-with-sidecars); sidecars hold add/remove only.
+V2_FIELDS: list[tuple[str, Any]] = CHECKPOINT_FIELDS + [
+    ("checkpointMetadata", [("version", "long"), ("tags", ("map",))]),
+    ("sidecar", [("path", "string"), ("sizeInBytes", "long"), ("modificationTime", "long"), ("tags", ("map",))]),
+]
+SIDECAR_FIELDS: list[tuple[str, Any]] = [f for f in CHECKPOINT_FIELDS if f[0] in ("add", "remove")]
+
+
+def _write_rows(path: Path, rows: list[dict[str, Any]], fields: list[tuple[str, Any]], spark_version: str) -> int:
+    """Write rows with a Spark-style footer via a temporary name; returns the file's size."""
+    schema = pa.schema([pa.field(n, _arrow_type(t)) for n, t in fields])
+    spark_schema = {"type": "struct", "fields": [_spark_field(n, t) for n, t in fields]}
+    table = pa.Table.from_pylist(rows, schema=schema).replace_schema_metadata(
+        {"org.apache.spark.version": spark_version, "org.apache.spark.sql.parquet.row.metadata": dumps(spark_schema)}
+    )
+    tmp = path.parent / f".{path.name}.tmp"
+    pq.write_table(table, tmp, compression="snappy")
+    os.replace(tmp, path)
+    return path.stat().st_size
+
+
+def write_multipart_checkpoint(
+    log_dir: Path, version: int, actions: list[dict[str, Any]], parts: int, spark_version: str = "3.5.1"
+) -> list[Path]:
+    """`<v>.checkpoint.<i>.<n>.parquet`, rows split in order over n parts as delta-spark does
+    (`checkpointPartSize`); each part carries the full checkpoint schema."""
+    rows = checkpoint_rows(actions)
+    per = max(1, -(-len(rows) // parts))
+    out = []
+    for i in range(parts):
+        p = log_dir / f"{version:020d}.checkpoint.{i + 1:010d}.{parts:010d}.parquet"
+        _write_rows(p, rows[i * per:(i + 1) * per], CHECKPOINT_FIELDS, spark_version)
+        out.append(p)
+    return out
+
+
+def write_v2_checkpoint(
+    log_dir: Path, version: int, actions: list[dict[str, Any]], sidecars: int = 2, spark_version: str = "4.0.0"
+) -> tuple[Path, list[Path]]:
+    """A V2 checkpoint: a UUID-named Parquet manifest (checkpointMetadata, sidecar rows, then the
+    non-file actions) and the file actions split over `sidecars` files in `_delta_log/_sidecars`."""
+    import uuid
+
+    rows = checkpoint_rows(actions)
+    files = [r for r in rows if "add" in r or "remove" in r]
+    rest = [r for r in rows if "add" not in r and "remove" not in r]
+    side_dir = log_dir / "_sidecars"
+    side_dir.mkdir(exist_ok=True)
+    per = max(1, -(-len(files) // sidecars))
+    side_rows, side_paths = [], []
+    for i in range(sidecars):
+        name = f"{version:020d}.checkpoint.{i + 1:010d}.{sidecars:010d}.{uuid.uuid4()}.parquet"
+        p = side_dir / name
+        size = _write_rows(p, files[i * per:(i + 1) * per], SIDECAR_FIELDS, spark_version)
+        side_rows.append({"sidecar": {"path": name, "sizeInBytes": size, "modificationTime": int(p.stat().st_mtime * 1000), "tags": None}})
+        side_paths.append(p)
+    manifest = log_dir / f"{version:020d}.checkpoint.{uuid.uuid4()}.parquet"
+    _write_rows(manifest, [{"checkpointMetadata": {"version": version, "tags": None}}] + side_rows + rest, V2_FIELDS, spark_version)
+    return manifest, side_paths
