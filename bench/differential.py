@@ -254,6 +254,12 @@ def _align(tbl, dt):
     return tbl
 
 
+def data_files(path: str) -> set[str]:
+    """Every Parquet data file under the table root (relative, `/`-separated), the log left out."""
+    root = Path(path)
+    return {p.relative_to(root).as_posix() for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
+
+
 def latest_version(path: str) -> int:
     log = Path(path) / "_delta_log"
     vs = [int(p.name.split(".")[0]) for p in log.iterdir() if p.name.endswith(".json") and p.name.split(".")[0].isdigit()]
@@ -579,6 +585,49 @@ def check_loser(L: dict, t_rs, t_default, replay_rows: dict[int, dict], same_tex
     L["agree"] = not reasons
 
 
+def check_blame(losers: list[dict], t_default) -> None:
+    """4. Blame from the orphan files alone: the aborted loser's attempt in `evidence`, its ranked
+    candidates against the engine's winner and exception (first, among, how many)."""
+    aborted = [L for L in losers if L["real"]["outcome"] == "abort" and L.get("files_written")]
+    if not aborted:
+        return
+    try:
+        ev = t_default.evidence()
+    except Exception as e:  # noqa: BLE001
+        for L in aborted:
+            L["blame"] = {"error": _err(e)}
+            L["reasons"].append({"check": "blame", "class": _err_class("evidence", e), "detail": _err(e)})
+            L["agree"] = False
+        return
+    for L in aborted:
+        mine = set(L["files_written"])
+        att = next((a for a in ev.attempts if mine & {f.path for f in a.files}), None)
+        if att is None:
+            L["blame"] = {"found": False}
+            L["reasons"].append({"check": "blame", "class": "blame: the attempt's files are not an attempt",
+                                 "detail": f"files {sorted(mine)[:3]}"})
+            L["agree"] = False
+            continue
+        want, exc = L.get("real_winner"), L["real"]["exception"]
+        cands = [(c.winning_version, c.exception) for c in att.candidates]
+        # the ranking's inputs, so another ranking can be scored offline on the same records (calibration)
+        feats = [{"w": c.winning_version, "e": c.exception, "content": c.from_content, "late": c.late, "h": c.hypothesis_rank,
+                  "support": c.support, "reads": list(c.read_versions)} for c in att.candidates]
+        b = {"found": True, "candidates": cands, "n": len(cands), "ambiguous": att.ambiguous,
+             "first": bool(cands) and cands[0] == (want, exc), "among": (want, exc) in cands,
+             "winner_among": want in {w for w, _ in cands}, "content": att.content.kind if att.content else None,
+             "shared_files": len(att.files) != len(mine), "features": feats}
+        L["blame"] = b
+        if want is None:
+            continue
+        if not b["among"] and not b["shared_files"]:
+            cls = "blame: one wrong answer" if len(cands) == 1 else (
+                "blame: no candidate" if not cands else "blame: the candidates miss the winner")
+            L["reasons"].append({"check": "blame", "class": cls,
+                                 "detail": f"engine v{want} {exc}; tool {cands[:6]} ({(att.why or '')[:300]})"})
+            L["agree"] = False
+
+
 def tool_checks(path: str, losers: list[dict], cache_dir: Path) -> dict:
     """Open the table once with Spark (cache in a scenario-private dir), then from the cache."""
     from forensics import Table
@@ -620,6 +669,7 @@ def _tool_checks(path: str, losers: list[dict], Table) -> dict:
             same[L["real"]["message"]].add(L["real_winner"])
     for L in losers:
         check_loser(L, t_rs, t_default, rows, same)
+    check_blame(losers, t_default)
     # a committed winner (its readVersion is V-1) must never be an anomaly either
     loser_versions = {L["real"].get("version") for L in losers}
     stray = [v for v in out["replay_anomalies"] if v not in loser_versions]
@@ -657,12 +707,14 @@ def run_scenario(spec: dict, workdir: str | Path | None = None, keep: str | Path
                             "exception": r.get("exception"), "message": r.get("message") if r["outcome"] != "commit" else None})
         until = latest_version(path)
         custom = {"readVersion": R} if read_version_metadata else None
+        before = data_files(path)
         real = run_op(spec["loser"], stale, path, partitioned, custom)
+        written = sorted(data_files(path) - before)
         window = list(range(R + 1, until + 1))
         kind_at = {w["version"]: w["kind"] for w in winners if w["version"] is not None}
         L0 = {"role": "loser", "kind": spec["loser"]["kind"], "op": spec["loser"], "read_version": R, "until": until,
               "window": [{"version": v, "kind": kind_at.get(v)} for v in window], "real": real, "solo": solo,
-              "whatif_request": whatif_request(spec["loser"], partitioned, solo)}
+              "whatif_request": whatif_request(spec["loser"], partitioned, solo), "files_written": written}
         if real["outcome"] == "commit":
             L0["real"]["commit"] = commit_info(path, real["version"])
         losers = [L0]
@@ -679,12 +731,15 @@ def run_scenario(spec: dict, workdir: str | Path | None = None, keep: str | Path
                 winners.append(iw)
             until2 = latest_version(path)
             solo2 = solo_run(path, base, spec["loser"], partitioned, R2) if spec["loser"]["kind"] == "merge" else None
+            before2 = data_files(path)
             r2 = run_op(spec["loser"], h2, path, partitioned, {"readVersion": R2} if read_version_metadata else None)
+            written2 = sorted(data_files(path) - before2)
             if r2["outcome"] == "commit":
                 r2["commit"] = commit_info(path, r2["version"])
             L1 = {"role": "retry", "kind": spec["loser"]["kind"], "op": spec["loser"], "read_version": R2, "until": until2,
                   "window": [{"version": v, "kind": inter["kind"] if inter else None} for v in range(R2 + 1, until2 + 1)],
-                  "real": r2, "solo": solo2, "whatif_request": whatif_request(spec["loser"], partitioned, solo2 or solo)}
+                  "real": r2, "solo": solo2, "whatif_request": whatif_request(spec["loser"], partitioned, solo2 or solo),
+                  "files_written": written2}
             if r2["outcome"] == "abort":
                 L1["real_winner"] = until2 if until2 > R2 else None
                 L1["real_winner_how"] = "only winner"
@@ -741,6 +796,8 @@ class Summary:
         self.classes: dict[str, dict] = {}
         self.disagreements: list[dict] = []
         self.rss: list[tuple[int, float]] = []  # (scenarios done, MB resident in this process tree, JVM included)
+        # blame calibration (aborts only): from the orphan files alone, and from the error text with the table
+        self.blame: dict[str, dict[str, Any]] = {k: {"aborts": 0, "first": 0, "among": 0, "lengths": []} for k in ("files", "text")}
 
     def add(self, rec: dict) -> None:
         self.scenarios += 1
@@ -765,6 +822,7 @@ class Summary:
                     self.checks["explain_error+facts"] += 1
                 if L["real"]["outcome"] == "commit" and L["read_version"] < L["real"]["version"] - 1:
                     self.checks["replay"] += 1
+            self._blame(L)
             for r in L.get("reasons", []):
                 key = f"{r['check']}: {L['kind']} <- {'/'.join(sorted({w['kind'] for w in L.get('window', []) if w.get('kind')})) or '-'}: {r['class']}"
                 c = self.classes.setdefault(key, {"count": 0, "examples": []})
@@ -776,6 +834,41 @@ class Summary:
                                                "pair": pair_key(L), "real": lab, "check": r["check"], "class": r["class"],
                                                "detail": r["detail"]})
 
+    def _blame(self, L: dict) -> None:
+        want = L.get("real_winner")
+        if L["real"]["outcome"] != "abort" or want is None:
+            return
+        b = L.get("blame")
+        if b and b.get("found") and not b.get("shared_files"):
+            f = self.blame["files"]
+            f["aborts"] += 1
+            f["first"] += bool(b["first"])
+            f["among"] += bool(b["among"])
+            f["lengths"].append(b["n"])
+        e = L.get("explain_error") or {}
+        if "winningVersion" in e:
+            t = self.blame["text"]
+            t["aborts"] += 1
+            wm = e.get("winnerMatch") or {}
+            cands = (wm.get("candidates") or []) if wm.get("ambiguous") else (
+                [e["winningVersion"]] if e.get("winningVersion") is not None else [])
+            t["first"] += e.get("winningVersion") == want
+            t["among"] += want in cands
+            t["lengths"].append(len(cands))
+
+    def blame_figures(self) -> dict:
+        """Per basis: aborts, how often the first candidate is the engine's winner, how often it is among
+        them, and the median and 90th-percentile length of the list."""
+        out = {}
+        for k, b in self.blame.items():
+            ls = sorted(b["lengths"])
+            pct = (lambda q: ls[min(len(ls) - 1, int(q * len(ls)))] if ls else None)
+            out[k] = {"aborts": b["aborts"], "first": b["first"], "among": b["among"],
+                      "first_pct": round(100 * b["first"] / b["aborts"], 1) if b["aborts"] else None,
+                      "among_pct": round(100 * b["among"] / b["aborts"], 1) if b["aborts"] else None,
+                      "median_length": pct(0.5), "p90_length": pct(0.9)}
+        return out
+
     def to_dict(self, elapsed: float) -> dict:
         return {
             "scenarios": self.scenarios, "agree": self.agree, "disagree": self.disagree,
@@ -783,6 +876,7 @@ class Summary:
             "elapsed_s": round(elapsed, 1),
             "scenarios_per_minute": round(60 * self.scenarios / elapsed, 2) if elapsed else None,
             "checks_run": dict(self.checks),
+            "blame": self.blame_figures(),
             "rss_mb_by_scenario": self.rss,
             "outcomes": dict(self.outcomes.most_common()),
             "by_loser_kind": {k: dict(v) for k, v in sorted(self.by_kind.items())},
@@ -797,6 +891,9 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     if s.get("versions"):
         p(f"versions: {s['versions']}")
     p(f"scenarios: {s['scenarios']}  agree: {s['agree']}  disagree: {s['disagree']}  harness errors: {len(s['harness_errors'])}")
+    for k, b in (s.get("blame") or {}).items():
+        p(f"blame from {k}: {b['aborts']} aborts; first candidate the engine's winner {b['first']} ({b['first_pct']}%), "
+          f"among the candidates {b['among']} ({b['among_pct']}%); list length median {b['median_length']}, p90 {b['p90_length']}")
     p(f"elapsed: {s['elapsed_s']} s  ({s['scenarios_per_minute']} scenarios/minute)")
     p(f"checks run: {s['checks_run']}")
     if s.get("rss_mb_by_scenario"):

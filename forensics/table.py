@@ -21,6 +21,7 @@ from forensics.model import ISOLATION_LEVELS
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
     from forensics.analysis.counterfactual import Counterfactual
     from forensics.analysis.explain import Explanation
+    from forensics.analysis.silent import SilentLog
     from forensics.analysis.stats import Stats
     from forensics.analysis.timeline import Timeline
     from forensics.errortext import ErrorReport
@@ -289,9 +290,33 @@ class Table:
                                                   versions=versions, state=self.state)
             return self._replays[key]
 
-    def replay(self, *, isolation_level: str | None = None) -> pl.DataFrame:
-        """One row per commit with a stale readVersion: verdict (clean/reordered/anomaly), rule, winner."""
-        return self.replay_report(isolation_level=isolation_level).to_frame()
+    def replay(self, *, isolation_level: str | None = None, with_evidence: bool = False) -> pl.DataFrame:
+        """One row per commit with a stale readVersion: verdict (clean/reordered/anomaly), rule, winner;
+        `with_evidence`: and one row per aborted attempt (verdict `aborted`, version null, `attempt` its id)."""
+        frame = self.replay_report(isolation_level=isolation_level).to_frame()
+        if not with_evidence:
+            return frame
+        rows = [{"attempt": a.id, "version": None, "readVersion": a.read_versions[1] if a.read_versions else None,
+                 "operation": a.operation, "verdict": "aborted", "exception": a.exception, "winningVersion": a.winning_version,
+                 "rule": a.rule, "certainty": a.certainty, "why": a.answer} for a in self.silent_log().attempts]
+        return pl.concat([frame, pl.DataFrame(rows, infer_schema_length=None)], how="diagonal_relaxed") if rows else frame
+
+    def silent_log(self, *, isolation_level: str | None = None, with_evidence: bool = True) -> "SilentLog":
+        """What the log cannot show: commits that record no readVersion (their windows are skipped) and
+        the aborted attempts the evidence found, each with its attribution (`replay`'s first lines)."""
+        from forensics.analysis.silent import SilentLog, attempt_rows, silent_commits
+
+        report = self.replay_report(isolation_level=isolation_level)
+        skipped = [v.version for v in report.verdicts.values() if v.verdict == "skipped" and v.read_version is None]
+        out = SilentLog(silent_commits(self._log, skipped))
+        if not with_evidence:
+            out.attempts_why = "not looked for (--no-evidence)"
+            return out
+        try:
+            out.attempts = attempt_rows(self.evidence().attempts)
+        except ForensicsError as e:  # the replay stands without it, and says so
+            out.attempts_why = f"not looked for: {e.one_line()}"
+        return out
 
     def stats_report(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None,
                      top: int = 20, with_evidence: bool = True) -> "Stats":
@@ -300,7 +325,8 @@ class Table:
 
         window_ms = parse_window(window)
         tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
-        st = table_stats(self._log, tl, window_ms, window, top=max(1, top))
+        attempts = self.evidence().attempts if with_evidence and tl.evidence else None  # cached by the timeline
+        st = table_stats(self._log, tl, window_ms, window, top=max(1, top), attempts=attempts)
         st.findings = list(tl.findings)
         return st
 

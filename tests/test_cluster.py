@@ -174,7 +174,10 @@ def test_history_and_replay_on_a_standalone_cluster_match_local_mode(standalone,
     assert json.loads(h.stdout) == _local_history(quickstart)
     r = _cli(["replay", str(quickstart), "--json", "-q", "--no-cache", "--master", url], tmp_path, env)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert json.loads(r.stdout) == _local_replay(quickstart)
+    local = _cli(["replay", str(quickstart), "--json", "-q", "--no-cache"], tmp_path, env)  # the same command, local mode
+    assert local.returncode == 0, local.stderr[-2000:]
+    assert json.loads(r.stdout) == json.loads(local.stdout)
+    assert json.loads(r.stdout)["commits"] == _local_replay(quickstart)["commits"]
     # the work really ran on the cluster: the worker launched an executor for our app
     assert any((tmp_path / "work").iterdir()), "no executor directory under the worker's work dir"
 

@@ -127,7 +127,7 @@ def test_sample_incident(spark, sample_logs, name):
     if part:
         assert j["partition"] == {part.group(1): part.group(2)}
         assert j["replay"]["partition"] == {part.group(1): part.group(2)}
-    assert j["advice"] and all(set(a) == {"title", "detail", "evidence", "example"} for a in j["advice"])  # explain's advice records
+    assert j["advice"] and all(set(a) == {"title", "detail", "evidence", "example", "replayed", "replayedAs"} for a in j["advice"])  # explain's advice records
 
 
 def test_sample_merge_advice_rewrites_condition(spark, sample_logs):

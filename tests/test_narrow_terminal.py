@@ -80,12 +80,14 @@ def table_rows(out: str) -> tuple[str, dict[int, str]]:
     rows: dict[int, str] = {}
     last = None
     for line in lines[rule + 1:]:
-        m = re.match(r"\s*(\d+)\s", line)
+        m = re.match(r"\s{0,12}(\d+)\s", line)  # the version column (a wrapped cell further right is not one)
         if m:
             last = int(m.group(1))
             rows[last] = line
         elif last is not None and line[:12].strip() == "" and line.strip():
             rows[last] += "\n" + line
+        elif re.match(r"\s*attempt \d+\s", line) or (last is None and line[:12].strip() == "" and line.strip()):
+            last = None  # an aborted attempt's row (and its wrapped lines): not a version
         else:
             break
     return lines[rule - 1], rows

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from forensics.schemas import SCHEMA_VERSION
+
 
 def actions(table: Path) -> dict[int, list[dict]]:
     out = {}
@@ -198,4 +200,4 @@ def test_parse_window_and_cli(sample_logs, capsys):
     assert main(["stats", str(sample_logs / "b-writeserializable-reorder" / "table"), "--window", "1 fortnight"]) == 2
     assert main(["stats", str(sample_logs / "b-writeserializable-reorder" / "table"), "--json", "-q"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["schema_version"] == "2.0" and {"partitions", "files", "buckets", "operationMatrix", "concurrency", "retries"} <= set(d)
+    assert d["schema_version"] == SCHEMA_VERSION and {"partitions", "files", "buckets", "operationMatrix", "concurrency", "retries"} <= set(d)

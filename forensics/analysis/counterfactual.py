@@ -364,3 +364,24 @@ def partition_counterfactual(log: DeltaLog, column: str, *, rules: str | None = 
         unknown_files=sorted(placement.unknown)[:20],
         notes=notes,
     )
+
+
+def layout_verdict(log: DeltaLog, version: int, column: str, *, state: StateIndex | None = None,
+                   rules: str | None = None, isolation_level: str | None = None) -> str | None:
+    """Version `version` replayed as if the table were partitioned by `column` (the partition
+    counterfactual for one window): "commits" or "aborts"; None when a file of its window cannot be
+    placed, or the column cannot partition the table. Used to check layout advice before giving it."""
+    state = state or StateIndex(log)
+    try:
+        alt_log, placement = repartitioned_log(log, column, state)
+    except ForensicsError:
+        return None
+    base = replay_table(log, rules=rules, state=state, versions=[version]).verdicts.get(version)
+    window = base.window if base is not None else []
+    files = log.actions.filter(pl.col("version").is_in([version, *window]) & pl.col("kind").is_in(["add", "remove", "cdc"]))["path"]
+    if any(p in placement.unknown for p in files.to_list()):
+        return None
+    v = replay_table(alt_log, rules=rules, isolation_level=isolation_level, versions=[version]).verdicts.get(version)
+    if v is None or v.verdict == "skipped":
+        return None
+    return "aborts" if v.verdict == "anomaly" else "commits"

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from forensics import safe
-from forensics.analysis.story import (StoryLine, bound_in_words, clauses, did, explanation_story, in_words, rule_in_words,
-                                     rule_of_exception)
+from forensics.analysis.counterfactual import layout_verdict
+from forensics.analysis.story import (StoryLine, bound_in_words, clauses, damaged_commits, did, explanation_story, in_words,
+                                     rule_in_words, rule_of_exception)
 from forensics.evidence.defeated import DefeatedAttempt
 from forensics.replay.advice import Advice, advise, fixes_for_loser, logged_condition
 from forensics.log.delta_log import DeltaLog
@@ -82,6 +83,7 @@ class Explanation:
     defeated: list[DefeatedAttempt] = field(default_factory=list)
     # the commits the story names (this one, the one it read, its window, re-runs of its losers); not in the JSON
     commits: dict[int, CommitRecord] = field(default_factory=dict)
+    damaged: dict[int, list[str]] = field(default_factory=dict)  # of those, what the reader rejected (story.stands_on)
 
     @property
     def winning_version(self) -> int | None:
@@ -267,6 +269,8 @@ def explain_version(
         table_config=cfg,
         writer=sets.writer,
         operation_parameters=rec.operation_parameters,
+        log=log, state=state, version=version, rules=rules,  # each change is replayed before it is given
+        layout=lambda col: layout_verdict(log, version, col, state=state, rules=rules, isolation_level=isolation_level),
     )
     defeated = list(defeated or [])
     commits = {x: log.record(x) for x in [version, rec.read_version, *in_log] if x is not None and log.has_version(x)}
@@ -295,6 +299,7 @@ def explain_version(
         defeated=defeated,
         header=header,
         commits=commits,
+        damaged=damaged_commits(log, commits),
     )
 
 
@@ -305,6 +310,7 @@ def _loser_fixes(log: DeltaLog, state: StateIndex, d: DefeatedAttempt, retry: Co
     try:
         return fixes_for_loser(log, state, d.loser_of, rule=rule_of_exception(d.exception), parts=list(d.wrote),
                                loser_operation=retry.operation if retry is not None else d.operation,
-                               family="delta-rs" if writer == "delta-rs" else None, file=d.file, conditions=conds)
+                               family="delta-rs" if writer == "delta-rs" else None, file=d.file, conditions=conds,
+                               read_version=d.read_version)
     except Exception:  # noqa: BLE001 - advice must not fail the explanation
         return []

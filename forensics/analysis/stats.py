@@ -8,7 +8,8 @@ here (`Stats.to_dict` gives every key in camelCase, each time with its ISO 8601 
   "table": str, "from_version": int, "to_version": int,
   "window": "1h", "window_ms": 3600000,
   "totals": {"commits": n, "stale_windows": n, "conflicts": n, "reorders": n, "aborted_attempts": n,
-             "skipped": n, "reordered_commits": n, "forgiven_pairs": n},
+             "skipped": n, "reordered_commits": n, "forgiven_pairs": n, "aborted_conflicts": n,
+             "aborted_known_winner": n, "aborted_ambiguous": n},
   "window_lengths": {"windows": n, "longest_ms": n|null, "longest_version": v|null, "median_ms": n|null},
   "partitions": [            # most contended first, whole range
      {"partition": "date=2024-06-25" | "(table)", "commits": n, "stale_windows": n, "overlaps": n,
@@ -26,8 +27,10 @@ here (`Stats.to_dict` gives every key in camelCase, each time with its ISO 8601 
               "metric_totals": {"num_retries": n},
               "repeats": [{"version": v, "previous_version": v, "writer": id, "operation": op,
                            "partitions": [...], "gap_ms": n, "median_gap_ms": n, "why": str}],
-              "attempts": [{"span_id": id, "partitions": [...], "winning_version": v,
-                            "retry_version": v|null, "overlapping_commits": [v...]}]}
+              "attempts": [{"span_id": id, "partitions": [...], "winning_version": v, "exception": str|null,
+                            "operation": op|null, "operation_from": "content"|"hypothesis"|"unknown",
+                            "ambiguous": bool, "answer": str|null, "retry_version": v|null,
+                            "overlapping_commits": [v...]}]}
 }
 
 Definitions. A *stale window*: a commit whose readVersion R < V-1 (winners R+1..V-1 landed in
@@ -38,7 +41,11 @@ should have aborted (anomaly), counted at the partition the rule named; *reorder
 commits that passed only because a winner was forgiven (verdict reordered, conflict-rules §6; the same count
 as `replay`'s and the TUI's, forensics.replay.windows.ReorderCount), counted once at each partition (file)
 a forgiven winner wrote; *forgiven_pairs*: the (commit, forgiven winner) pairs behind them, in the totals
-and the operation matrix's `reordered`; *aborted_attempts*: attempts from forensics.evidence (inferred).
+and the operation matrix's `reordered`; *aborted_attempts*: attempts from forensics.evidence (inferred);
+*aborted_conflicts*: those the evidence attributes to a winner (conflicts that never reached the log, not in
+`conflicts`), split into *aborted_known_winner* (one answer) and *aborted_ambiguous* (several remain,
+forensics.evidence.attribution); in the matrix such an attempt is the current transaction, classed by its
+first candidate's operation (what its files show, else the first guess whose replay aborts).
 Time overlaps are half-open: a window that ends at the instant another starts did not overlap it
 (`overlaps`). *window_lengths*: read→commit time of the stale windows whose read time is known. The matrix rows are the current transaction's
 operation class and the columns the winner's, as in Delta's isolation-level documentation.
@@ -153,8 +160,11 @@ def _stale(s: Span, copies: dict[int, int]) -> bool:
             and s.read_version < s.version - 1 and s.version not in copies)
 
 
-def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window: str = "1h", top: int = 20) -> Stats:
+def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window: str = "1h", top: int = 20,
+                attempts: list[Any] | None = None) -> Stats:
+    """`attempts`: the evidence's Attempts behind the timeline's attempt spans (their attribution)."""
     recs = {r.version: r for r in log.records()}
+    found = _attempts_by_span(tl, attempts or [])
     by_v = {s.version: s for s in tl.commits if s.version is not None}
     wins = {v: _pkeys(recs[v].partitions_touched) if v in recs else [TABLE_KEY] for v in recs}
 
@@ -178,11 +188,16 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
             c = d.setdefault(path, {"conflicts": 0, "reorders": 0, "aborted_attempts": 0})
             c[attr] += 1
 
-    totals = {"commits": 0, "stale_windows": 0, "conflicts": 0, "reorders": 0, "aborted_attempts": 0, "skipped": 0}
+    totals = {"commits": 0, "stale_windows": 0, "conflicts": 0, "reorders": 0, "aborted_attempts": 0, "skipped": 0,
+              "aborted_conflicts": 0, "aborted_known_winner": 0, "aborted_ambiguous": 0}
     for s in tl.spans:
         b = bucket_of(s.end_ms)
         if s.kind == "attempt":
             totals["aborted_attempts"] += 1
+            if s.winning_version is not None:
+                totals["aborted_conflicts"] += 1
+                a = found.get(s.id)
+                totals["aborted_ambiguous" if a is not None and a.ambiguous else "aborted_known_winner"] += 1
             for k in ([hive_partition(s.partition) or TABLE_KEY] if s.partition is not None else _pkeys(s.partitions)):
                 bump(b, k, "aborted_attempts")
             fbump(b, s.file, "aborted_attempts")
@@ -249,14 +264,35 @@ def table_stats(log: DeltaLog, tl: Timeline, window_ms: int = 3_600_000, window:
         partitions=ranked(parts, "partition"),
         files=franked(files),
         buckets=buckets,
-        operation_matrix=operation_matrix(tl, recs),
+        operation_matrix=operation_matrix(tl, recs, found),
         concurrency=concurrency(tl, window_ms, log.copies),
-        retries=retries(tl, recs, by_v),
+        retries=retries(tl, recs, by_v, found),
         notes=list(tl.notes),
     )
 
 
-def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
+def _attempts_by_span(tl: Timeline, attempts: list[Any]) -> dict[str, Any]:
+    """Timeline attempt span id -> its evidence Attempt (the same orphan files)."""
+    by_files = {tuple(f.path for f in a.files): a for a in attempts}
+    return {s.id: by_files[tuple(s.files)] for s in tl.attempts if tuple(s.files) in by_files}
+
+
+def _loser_operation(s: Span, found: dict[str, Any]) -> tuple[str | None, str]:
+    """An attempt span's operation and where it comes from: its stray commit's, else its attribution's
+    (forensics.analysis.silent: what its files show, else the first guess whose replay aborts)."""
+    a = found.get(s.id)
+    if a is not None and not a.stray_commit:
+        from forensics.analysis.silent import attempt_operation
+
+        op, src = attempt_operation(a)
+        if op:
+            return op, src
+    if s.operation:
+        return s.operation, "stray-commit" if a is not None and a.stray_commit else "hypothesis"
+    return None, "unknown"
+
+
+def operation_matrix(tl: Timeline, recs: dict[int, Any], found: dict[str, Any] | None = None) -> dict[str, Any]:
     """Pairs (current txn, winner) over every replayed window, by outcome of that pair's check."""
     cells: dict[tuple[str, str], dict[str, int]] = {}
 
@@ -272,7 +308,7 @@ def operation_matrix(tl: Timeline, recs: dict[int, Any]) -> dict[str, Any]:
     for s in tl.spans:
         if s.kind == "attempt":
             if s.winning_version is not None:
-                add(operation_class(s.operation) if s.operation else "UNKNOWN", cat(s.winning_version), "aborted")
+                add(operation_class(_loser_operation(s, found or {})[0]), cat(s.winning_version), "aborted")
             continue
         if s.verdict == "serial" or not s.window or s.version is None:
             continue
@@ -352,7 +388,7 @@ def window_lengths(tl: Timeline, copies: dict[int, int]) -> dict[str, Any]:
             "median_ms": int(statistics.median(s.duration_ms for s in spans))}  # type: ignore[misc]
 
 
-def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span]) -> dict[str, Any]:
+def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span], found: dict[str, Any] | None = None) -> dict[str, Any]:
     metrics, totals = [], {}
     for v in sorted(by_v):
         r = recs.get(v)
@@ -393,7 +429,13 @@ def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span]) -> dict[s
         keys = set(_pkeys(s.partitions))
         over = [c.version for c in commits if s.start_ms is not None and s.end_ms is not None
                 and overlaps(c.start_ms, c.end_ms, s.start_ms, s.end_ms) and keys & set(_pkeys(c.partitions))]  # type: ignore[arg-type]
+        from forensics.analysis.silent import one_of
+
+        op, src = _loser_operation(s, found or {})
+        a = (found or {}).get(s.id)
         atts.append({"span_id": s.id, "partitions": sorted(keys), "winning_version": s.winning_version,
-                     "exception": s.exception, "retry_version": s.retry_version, "overlapping_commits": over})
+                     "exception": s.exception, "operation": op, "operation_from": src,
+                     "ambiguous": bool(a is not None and a.ambiguous), "answer": one_of(a.candidates) if a is not None
+                     and a.candidates else None, "retry_version": s.retry_version, "overlapping_commits": over})
     return {"metrics": metrics, "metric_totals": totals, "repeats": repeats, "attempts": atts}
 

@@ -23,7 +23,8 @@ from forensics.times import fmt_duration, fmt_time, utc_default
 @dataclass(frozen=True)
 class StoryLine:
     """One line of the story. `kind`: this (the explained commit or the winner), other (the other
-    side), rule, sure (how sure), fix (what to change), more (anything after those five)."""
+    side), rule, sure (how sure), fix (what to change), more (anything after those five); basis
+    (right after the first line, only when the answer stands on a damaged commit)."""
 
     kind: str
     text: str
@@ -276,6 +277,37 @@ def _fix_line(advice: list[Any], none: str) -> StoryLine:
     return StoryLine("fix", f"What to change: {text}" + (f" (and {more} more below)" if more else ""), "cyan")
 
 
+# Findings (forensics.log) that mean the reader rejected part of a commit file: the story built on
+# that commit may miss what the rejected lines held.
+DAMAGE_CODES = ("commit.bad_line", "commit.bad_action", "commit.unreadable", "commit.empty", "commit.unknown_action",
+                "commit.non_utf8")
+
+
+def damaged_commits(log: DeltaLog, versions: Any) -> dict[int, list[str]]:
+    """version -> what the reader rejected in its commit file, for the versions a story names."""
+    want = {v for v in versions if v is not None}
+    out: dict[int, list[str]] = {}
+    for f in log.findings:
+        if f.version in want and f.code in DAMAGE_CODES:
+            out.setdefault(f.version, []).append(f.message)
+    return out
+
+
+def stands_on(damaged: dict[int, list[str]], assumptions: list[str]) -> StoryLine | None:
+    """`Stands on ...`: said right after the first line when the answer uses a damaged commit (and then
+    with every assumption it makes too; without damage lines 1-2 say the assumptions themselves)."""
+    if not damaged:
+        return None
+    parts = [f"v{v}, whose commit file has {'a line' if len(msgs) == 1 else f'{len(msgs)} lines'} the reader rejected "
+             f"({'; '.join(m.rstrip('.') for m in msgs[:2])}{' …' if len(msgs) > 2 else ''})" for v, msgs in sorted(damaged.items())]
+    lines = sum(len(m) for m in damaged.values())
+    text = ("Stands on a damaged commit: " + "; ".join(parts)
+            + f"; what {'that line' if lines == 1 else 'those lines'} held is not in this answer")
+    if assumptions:
+        text += "; and on assumptions: " + "; ".join(assumptions)
+    return StoryLine("basis", text + ".", "bold yellow")
+
+
 def _profile_exact(name: str | None) -> bool | None:
     from forensics.rules import get_profile
 
@@ -335,7 +367,12 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
     if d is not None and d.retry_version is not None:
         sides.append((d.retry_version, e.commits.get(d.retry_version)))
     w = who_line(sides)
-    return lines + ([w] if w else [])
+    named = [V, rv, other_v, *(x.version for x in e.winners), *(x.retry_version for x in e.defeated)]
+    assumed = (["the version it read (not recorded)"] if rv is None else []) + (
+        [f"what the aborted transaction did (most likely it {in_words(d.hypothesis)})"] if d is not None and d.hypothesis
+        and d.retry_version is None else [])
+    basis = stands_on({v: m for v, m in getattr(e, "damaged", {}).items() if v in named}, assumed)
+    return lines[:1] + ([basis] if basis else []) + lines[1:] + ([w] if w else [])
 
 
 def _defeated_words(e: Any, d: Any, lead: str = "It beat ") -> str:
@@ -462,7 +499,12 @@ def error_story(x: ErrorExplanation, log: DeltaLog, utc: bool | None = None) -> 
     lines.append(StoryLine("sure", _error_sure(x)))
     lines.append(_fix_line(x.advice, "nothing the log can ground"))
     who_ = who_line([(w, log.record(w))]) if w is not None and log.has_version(w) else None
-    return lines + ([who_] if who_ else [])
+    assumed = ([f"the version your transaction read (v{R}, {in_words(x.read_why)})"] if R is not None and x.read_why
+               and "assumed" in x.read_why else [])
+    if x.hypothesis and not in_words(x.hypothesis).startswith("as stated"):
+        assumed.append(f"what your transaction did (most likely {in_words(x.hypothesis)})")
+    basis = stands_on(damaged_commits(log, [w, R, *(match.candidates if match else [])]), assumed)
+    return lines[:1] + ([basis] if basis else []) + lines[1:] + ([who_] if who_ else [])
 
 
 def _loser_words(x: ErrorExplanation, R: int | None) -> str:

@@ -2,8 +2,11 @@
 
 A span is one transaction: it starts at the commit time of the snapshot it read (its
 readVersion) and ends at its own commit. Aborted attempts (forensics.evidence) are spans of
-their own, from their read snapshot (or first file written) to their last file or the winner's
-commit. Edges go from a loser to the winner it lost to; reorder marks say "serialised before".
+their own, placed by their attribution: from the commit time of the read version its candidates
+name to the commit time of the winner they name (an ambiguous attempt spans all its candidates);
+a file time is kept only where file times can be compared with commit times (a copy or a clone
+gives every file the time of the copy). Edges go from a loser to the winner it lost to; reorder
+marks say "serialised before".
 
 Times are epoch milliseconds. A span's start is a lower bound (the transaction began at or after
 the read snapshot was committed); `start_source` says where it came from, and `start_ms` is None
@@ -54,8 +57,8 @@ class Span:
     read_version: int | None
     start_ms: int | None
     end_ms: int | None
-    start_source: str  # readVersion-commit-time | first-file-written | commit-time (no window) | unknown
-    end_source: str  # commit-time | in-commit-timestamp | last-file-written | winner-commit-time | unknown
+    start_source: str  # readVersion-commit-time | read-range-commit-time | first-file-written | commit-time (no window) | unknown
+    end_source: str  # commit-time | in-commit-timestamp | winner-commit-time | read-range-commit-time | last-file-written | unknown
     operation: str | None
     verdict: str  # clean | reordered | anomaly | skipped | serial | aborted
     window: list[int] = field(default_factory=list)
@@ -73,6 +76,10 @@ class Span:
     likely_reason: str | None = None
     files: list[str] = field(default_factory=list)  # attempts only: the orphan files
     retry_version: int | None = None  # attempts only: the commit that most likely re-ran it
+    one_of: str | None = None  # attempts: the attribution in words, "v4 (X)" or "one of v8 (X), v5 (Y)"
+    candidates: list[dict[str, Any]] = field(default_factory=list)  # attempts: every candidate, most likely first
+    file_time_ms: int | None = None  # attempts: its last file's time, only when file times are trusted
+    file_times: str = ""  # attempts: whether file times can be compared with commit times, and why
 
     @property
     def duration_ms(self) -> int | None:
@@ -299,7 +306,7 @@ def build_timeline(
             edges.append(Edge("reorder", span.id, f"v{wv}", None, "blind-append-forgiven", span.certainty,
                               f"serial order: v{v} before v{wv} (log order is v{wv} then v{v})"))
     if evidence is not None:
-        _add_attempts(evidence, spans, edges, writers, recs, times, lo, hi)
+        notes += _add_attempts(evidence, spans, edges, writers, recs, times, lo, hi)
     else:
         notes.append("aborted attempts not included (no evidence collected)")
     spans.sort(key=lambda s: (s.end_ms if s.end_ms is not None else -1, s.version if s.version is not None else 1 << 62, s.id))
@@ -326,40 +333,43 @@ def _start(rv: int | None, v: int, times: dict[int, int | None], end: int | None
 
 
 def _add_attempts(evidence: Any, spans: list[Span], edges: list[Edge], writers: dict[str, Writer],
-                  recs: dict[int, CommitRecord], times: dict[int, int | None], lo: int | None, hi: int | None) -> None:
-    """Attempts from forensics.evidence (duck-typed: the module may evolve), all inferred."""
+                  recs: dict[int, CommitRecord], times: dict[int, int | None], lo: int | None, hi: int | None) -> list[str]:
+    """Attempts from forensics.evidence (duck-typed: the module may evolve), all inferred, each
+    placed by its attribution; returns a note per attempt nothing could place."""
+    clock = getattr(evidence, "clock", None)
+    trusted = bool(getattr(clock, "trusted", False))
+    file_times = ("trusted: " if trusted else "not trusted: ") + str(getattr(clock, "why", "") or "no clock verdict")
     lo_t = times.get(lo) if lo is not None else None
     hi_t = times.get(hi) if hi is not None else None
+    notes: list[str] = []
     for i, a in enumerate(getattr(evidence, "attempts", []) or []):
-        first = getattr(a, "first_seen", None)
-        last = getattr(a, "last_seen", None)
-        rv = getattr(a, "read_version", None)
+        sid = f"attempt-{i + 1}"
+        start, ssrc, end, esrc = attempt_window(a, times, trusted)
+        if lo_t is not None and end is not None and end < lo_t:
+            continue
+        if hi_t is not None and start is not None and start > hi_t:
+            continue
+        if start is None and end is None:
+            notes.append(f"{sid} is not drawn: file times are not trusted ({file_times}) and no candidate names its window")
         winner = getattr(a, "winning_version", None)
-        if lo_t is not None and last is not None and last < lo_t and (winner is None or winner < (lo or 0)):
-            continue
-        if hi_t is not None and first is not None and first > hi_t and (winner is None or winner > (hi or 0)):
-            continue
-        start, ssrc = (times[rv], "readVersion-commit-time") if rv is not None and times.get(rv) is not None else (first, "first-file-written")
-        end, esrc = last, "last-file-written"
-        if winner is not None and times.get(winner) is not None and (end is None or times[winner] > end):
-            end, esrc = times[winner], "winner-commit-time"  # the abort came after the winner committed
         retry = getattr(a, "retry_version", None)
         w = writer_of(recs[retry]) if retry is not None and retry in recs else ATTEMPTS_WRITER
         writers.setdefault(w.id, w)
         files = [getattr(f, "path", str(f)) for f in (getattr(a, "files", []) or [])]
-        sid = f"attempt-{i + 1}"
+        att = getattr(a, "attribution", None)
+        cands = list(getattr(a, "candidates", []) or [])
         spans.append(
             Span(
                 id=sid,
                 kind="attempt",
                 writer=w.id,
                 version=None,
-                read_version=rv,
+                read_version=getattr(a, "read_version", None),
                 start_ms=start,
                 end_ms=end,
                 start_source=ssrc,
                 end_source=esrc,
-                operation=_attempt_operation(evidence, a),
+                operation=_attempt_operation(evidence, a) or getattr(a, "operation", None),
                 verdict=ABORTED,
                 exception=getattr(a, "likely_exception", None),
                 winning_version=winner,
@@ -372,11 +382,44 @@ def _add_attempts(evidence: Any, spans: list[Span], edges: list[Edge], writers: 
                 files=files,
                 window=list(getattr(a, "concurrent_versions", []) or []),
                 retry_version=retry,
+                one_of=att.one_of() if att is not None and cands else None,
+                candidates=[_candidate(c) for c in cands],
+                file_time_ms=getattr(a, "last_seen", None) if trusted else None,
+                file_times=file_times,
             )
         )
         if winner is not None:
+            more = f" (rank 1 of {len(cands)} candidates)" if len(cands) > 1 else ""
             edges.append(Edge("abort", sid, f"v{winner}", getattr(a, "likely_exception", None), getattr(a, "rule", None),
-                              "inferred", f"aborted attempt most likely lost to v{winner}"))
+                              "inferred", f"aborted attempt most likely lost to v{winner}{more}"))
+    return notes
+
+
+def attempt_window(a: Any, times: dict[int, int | None], trusted: bool) -> tuple[int | None, str, int | None, str]:
+    """(start, its source, end, its source) of an aborted attempt: from the commit time of the
+    version its candidates read (the newest each allows) to their winners' commit time, across all
+    candidates; without a candidate, its trusted file times, else the read versions its bounds allow."""
+    cands = list(getattr(a, "candidates", []) or [])
+    starts = [t for c in cands if (t := times.get(c.read_versions[1])) is not None]
+    ends = [t for c in cands if (t := times.get(c.winning_version)) is not None]
+    if starts and ends:
+        return min(starts), "readVersion-commit-time", max(ends), "winner-commit-time"
+    if trusted and getattr(a, "first_seen", None) is not None:
+        return a.first_seen, "first-file-written", getattr(a, "last_seen", None) or a.first_seen, "last-file-written"
+    att = getattr(a, "attribution", None)
+    rng = getattr(att, "read_versions", None) if att is not None else None
+    known = sorted(v for v, t in times.items() if t is not None)
+    if rng is not None and known:
+        inside = [v for v in known if rng[0] <= v <= rng[1]]
+        if inside:
+            return times[inside[0]], "read-range-commit-time", times[inside[-1]], "read-range-commit-time"
+    return None, "unknown", None, "unknown"
+
+
+def _candidate(c: Any) -> dict[str, Any]:
+    """A candidate as plain data (the JSON export, the HTML report)."""
+    return {"rank": c.rank, "read_versions": list(c.read_versions), "winning_version": c.winning_version,
+            "exception": c.exception, "rule": c.rule, "operation": c.operation, "hypothesis": c.hypothesis}
 
 
 def _attempt_operation(evidence: Any, a: Any) -> str | None:

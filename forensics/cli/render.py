@@ -169,11 +169,13 @@ def sets_view(items: list[dict[str, Any]], width: int | None = None) -> Renderab
 
 
 def replay_view(report: Any, show_skipped: bool = False, durations: dict[int, int | None] | None = None,
-                width: int | None = None) -> RenderableType:
+                width: int | None = None, silent: Any = None) -> RenderableType:
     """The replay table. Under a counterfactual (another isolation level or rule profile) an abort is
     what the scenario "would abort", not an anomaly of the log, and no likely reason is guessed.
     The rule profile is said once above the table; a row's detail keeps only what is its own.
-    `durations`: read→commit time per version (the window's length), where known."""
+    `durations`: read→commit time per version (the window's length), where known. `silent` (a
+    forensics.analysis.silent.SilentLog): commits with no readVersion are said first, so a log that
+    cannot show conflicts never reads as "no conflicts", and aborted attempts are rows of their own."""
     from forensics import in_words
 
     scenario = bool(report.isolation_level or report.rules)
@@ -188,8 +190,13 @@ def replay_view(report: Any, show_skipped: bool = False, durations: dict[int, in
         if k == "reordered":
             label += f" ({pairs} forgiven pair{'' if pairs == 1 else 's'})"
         tally.append(Text(f"{c.get(k, 0)} {label}", style=VERDICT_STYLE[k]))
+    attempts = list(silent.attempts) if silent is not None else []
+    if attempts:
+        tally.append(Text(f"{len(attempts)} aborted attempt{'' if len(attempts) == 1 else 's'}", style="bold red"))
     head = Text()
     head.append(f"Replay of {safe.inert(report.location, 300)}\n", style="bold")
+    if silent is not None and silent.no_read_version is not None:
+        head.append(_silent_words(silent) + "\n", style="yellow")
     head.append_text(wrapped(tally, width))
     if report.isolation_level or report.rules:
         head.append(f"\n(counterfactual: isolation {report.isolation_level or 'as recorded'}, rules {report.rules or 'per engineInfo'})", style="dim")
@@ -228,10 +235,55 @@ def replay_view(report: Any, show_skipped: bool = False, durations: dict[int, in
         ]
         if several_profiles:
             row.insert(6, safe.text(v.profile, max_len=30))
-        cells.append(row)
+        cells.append(((v.version, 0), row))
+    for a in attempts:
+        row = _attempt_row(a)
+        if several_profiles:
+            row.insert(6, "")
+        cells.append(((a.winning_version if a.winning_version is not None else 1 << 62, 1), row))
+    cells.sort(key=lambda kv: kv[0])
     skipped = c.get("skipped", 0)
     tail = Text(f"{skipped} skipped window(s) hidden; --all shows them", style="dim") if skipped and not show_skipped else Text("")
-    return Group(head, fit_table(cols, cells, width), tail)
+    if attempts:
+        tail.append(("\n" if tail.plain else "") + "aborted: a transaction that never reached the log, seen by its orphan files "
+                    "(inferred); `evidence TABLE` gives every candidate and its basis, `explain-error TABLE --error-file "
+                    "FILE` the winner of an error you have", style="dim")
+    elif silent is not None and silent.attempts_why and silent.no_read_version is None:
+        tail.append(("\n" if tail.plain else "") + "aborted attempts: " + safe.inert(silent.attempts_why, 300), style="dim")
+    return Group(head, fit_table(cols, [r for _, r in cells], width), tail)
+
+
+def _silent_words(silent: Any) -> str:
+    """The first thing a replay of a log that records no readVersion says: how many, why, who wrote them."""
+    n = silent.no_read_version
+    writers = ", ".join(f"{w} ({k})" if len(n.writers) > 1 else w for w, k in n.writers[:3])
+    writers += f" and {len(n.writers) - 3} more" if len(n.writers) > 3 else ""
+    found = len(silent.attempts)
+    if found:
+        tail = (f"The evidence found {found} aborted attempt{'' if found == 1 else 's'}, listed below; "
+                "`evidence` and `explain-error` say more.")
+    else:
+        tail = f"Aborted attempts: {silent.attempts_why}." if silent.attempts_why else "The evidence found no aborted attempt."
+    return safe.inert(f"{n.commits} of {n.total} commits record no readVersion, written by {writers}: {n.why}. " + tail, 1200)
+
+
+def _attempt_row(a: Any) -> list[str | Text]:
+    """An aborted attempt as a replay row: what it most likely read, did and lost to (inferred)."""
+    rv = a.read_versions
+    reads = "" if rv is None else (str(rv[0]) if rv[0] == rv[1] else f"{rv[0]}-{rv[1]}")
+    how = {"content": "its files show it", "hypothesis": "first guess whose replay aborts"}.get(a.operation_from, "not known")
+    where = ", ".join(a.partitions[:3]) + (f" and {len(a.partitions) - 3} more" if len(a.partitions) > 3 else "")
+    detail = f"inferred; {a.files} orphan file{'' if a.files == 1 else 's'} in {where}; operation: {how}"
+    return [
+        Text(a.id.replace("attempt-", "attempt "), style="bold red"),
+        reads,
+        safe.text(a.operation or "—", max_len=30),
+        "",
+        Text("aborted", style=VERDICT_STYLE["abort"]),
+        safe.text(f"lost to {a.answer}" if a.winning_version is not None else "no winner found", max_len=300),
+        "",
+        safe.text(detail, max_len=300),
+    ]
 
 
 def _nums(d: dict[str, Any], keys: Iterable[str]) -> list[str]:
@@ -320,6 +372,9 @@ def stats_view(st: Any, utc: bool | None = None, width: int | None = None) -> Re
     items = [f"commits: {tot['commits']}", f"stale windows: {tot['stale_windows']}", f"conflicts: {tot['conflicts']}",
              f"reordered commits: {tot['reordered_commits']} ({tot['forgiven_pairs']} forgiven pair{'' if tot['forgiven_pairs'] == 1 else 's'})",
              f"aborted attempts: {tot['aborted_attempts']}", f"skipped windows: {tot['skipped']}"]
+    if tot.get("aborted_conflicts"):  # conflicts that never reached the log: a silent log's only ones
+        items.insert(3, Text(f"conflicts from aborted attempts: {tot['aborted_conflicts']} ({tot['aborted_known_winner']} known "
+                             f"winner, {tot['aborted_ambiguous']} ambiguous; inferred)", style="bold red"))
     if wl.get("longest_ms") is not None:
         items.append(f"longest window: {fmt_duration(wl['longest_ms'])} (v{wl['longest_version']}; median {fmt_duration(wl['median_ms'])})")
     parts.append(wrapped(items, width))
@@ -359,6 +414,10 @@ def stats_view(st: Any, utc: bool | None = None, width: int | None = None) -> Re
     totals = ", ".join(f"{safe.inert(k, 60)} {v}" for k, v in r["metric_totals"].items()) or "none"
     parts.append(Text(f"\nRetry indications: operationMetrics {totals}; "
                       f"{len(r['repeats'])} repeated commit(s) after a gap (inferred); {len(r['attempts'])} aborted attempt(s)"))
+    for x in r["attempts"][:10]:
+        if x["winning_version"] is not None:
+            parts.append(safe.text(f"  {x['span_id']} {x['operation'] or '(operation unknown)'} in {', '.join(x['partitions'])} "
+                                   f"lost to {x['answer'] or 'v' + str(x['winning_version'])}"))
     for x in r["repeats"][:10]:
         parts.append(safe.text(f"  v{x['version']} repeats v{x['previous_version']} ({x['writer']}, {x['operation']}) "
                                f"after {fmt_duration(x['gap_ms'])}"))

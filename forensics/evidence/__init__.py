@@ -12,7 +12,10 @@ from typing import Any
 
 from forensics.evidence.attempts import Attempt, Clock, file_clock, group_attempts, likely_retry
 from forensics.evidence.footers import read_bounds
-from forensics.evidence.hypotheses import replay_attempt
+from forensics.evidence import cache as attribution_cache
+from forensics.evidence.attribution import replay_attempt
+from forensics.evidence.hypotheses import window
+from forensics.evidence.content import read_content
 from forensics.evidence.stray import StrayCommit, stray_commits
 from forensics.evidence.walk import DataFile, canonical, walk_table
 from forensics.log.delta_log import DeltaLog
@@ -86,13 +89,37 @@ def collect_evidence(log: DeltaLog, state: StateIndex | None = None, *, rules: s
             a.stray_commit = sc.file
             rv = sc.read_version
         if replay:
-            # Trusted file times place the attempt; without them, a same-size re-write in the same
-            # partition stands for its re-run, and the orphans' footers bound what it read
-            # (forensics.evidence.footers). Neither is used when times can place it: writers that
-            # write same-sized files make the re-run guess weak, and the times are stronger.
-            retry = None if clock.trusted else likely_retry(log, a, canon)
-            bounds = None if clock.trusted else read_bounds(log, state, a.files)
-            replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv, bounds=bounds)
+            k = attribution_cache.key(log, a, rules, _writer_settings())
+            if attribution_cache.load(log, k, a):
+                continue  # attributed before at this version of the log, with these files and rules
+            # What the files hold (forensics.evidence.content) comes first: it names the operation, the
+            # versions it can have read, and a re-run that wrote the same rows again. Only where the rows
+            # cannot be read do the weaker bounds stand in: a same-size re-write in the same partition for
+            # the re-run, the footers' statistics for the read version.
+            reading = read_content(log, state.lifetimes, a.files, _read_upto(log, a, clock), a.last_seen if clock.trusted else None)
+            retry = reading.rerun_version if reading is not None and reading.rerun_version is not None and reading.rerun_version >= 2 else None
+            if retry is None and not clock.trusted and (reading is None or reading.read_versions is None):
+                retry = likely_retry(log, a, canon)
+            bounds = None if clock.trusted or (reading is not None and reading.read_versions is not None) else read_bounds(log, state, a.files)
+            replay_attempt(log, state, a, clock, retry=retry, rules=rules, read_version=rv, bounds=bounds, reading=reading)
             if sc is not None and rv is not None:
                 a.why += f" Its commit file {sc.file} records readVersion {rv} and operation {sc.operation}."
+            attribution_cache.save(log, k, a)
     return Evidence(orphans, unknown, attempts, strays, clock, oldest, list(walk.findings))
+
+
+def _read_upto(log: DeltaLog, attempt: Attempt, clock) -> int | None:
+    """The newest version whose files the attempt can have read, when trusted file times place it:
+    the last commit before its files (a later commit's files, a re-run's output among them, are no
+    source of its rows); None: any."""
+    if not clock.trusted:
+        return None
+    until, _lo, _after, _why = window(log, attempt, clock, None)
+    return until  # commits after its files can have beaten it, never been read by it
+
+
+def _writer_settings() -> str:
+    """The writer settings the rules run with (part of an attribution's cache key)."""
+    from forensics.rules.writer_conf import active_writer_conf
+
+    return repr(active_writer_conf())

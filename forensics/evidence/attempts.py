@@ -52,11 +52,18 @@ class Attempt:
     retry_version: int | None = None
     stray_commit: str | None = None
     tried: list[dict[str, Any]] = field(default_factory=list)
-    # Other first conflicts the same orphan files allow (another read version or hypothesis): without
-    # the loser's readVersion these are as consistent as the one shown, so an answer must name them.
-    # Computed on demand (explain-error from a text alone): it replays every hypothesis at every read
-    # version, which `evidence` over a whole table does not need.
-    other_first_conflicts: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+    # Every answer the evidence allows, ranked (forensics.evidence.attribution); the single-valued
+    # fields above are the first candidate's.
+    attribution: Any = field(default=None, repr=False, compare=False)
+    content: Any = field(default=None, repr=False, compare=False)  # what its files hold (forensics.evidence.content)
+
+    @property
+    def candidates(self) -> list[Any]:
+        return list(self.attribution.candidates) if self.attribution is not None else []
+
+    @property
+    def ambiguous(self) -> bool:
+        return bool(self.attribution is not None and self.attribution.ambiguous)
 
     def to_dict(self) -> dict[str, Any]:
         return with_iso({
@@ -79,6 +86,10 @@ class Attempt:
             "strayCommit": self.stray_commit,
             "why": self.why,
             "tried": camel_keys(self.tried),
+            "candidates": [c.to_dict() for c in self.candidates],
+            "ambiguous": self.ambiguous,
+            "basis": list(self.attribution.basis) if self.attribution is not None else [],
+            "content": self.content.to_dict() if self.content is not None else None,
         }, "firstSeen", "lastSeen")
 
 

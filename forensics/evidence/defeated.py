@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from forensics.errors import ForensicsError
+from forensics.evidence.attribution import RANKING
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex
 
@@ -63,14 +64,16 @@ def defeated_attempts(
     """`evidence` gives the table's evidence when asked (the caller caches it); None: not looked for."""
     out: list[DefeatedAttempt] = []
     if error_file:
-        out += _from_error_text(log, version, error_file, state)
+        out += _from_error_text(log, version, error_file, state, evidence)
     if evidence is not None:
         out += _from_evidence(version, evidence)
     return out
 
 
-def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateIndex) -> list[DefeatedAttempt]:
-    """The error text's loser, when the text's winner is this version (with its own advice)."""
+def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateIndex,
+                     evidence: Callable[[], Evidence] | None = None) -> list[DefeatedAttempt]:
+    """The error text's loser, when the text's winner is this version (with its own advice): the same
+    answer `explain-error TABLE` gives, the table's evidence included."""
     from forensics.errortext import parse_error_text
     from forensics.evidence.loser import explain_error
 
@@ -78,7 +81,13 @@ def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateI
     rep = parse_error_text(text)
     if not rep.recognized:
         return []
-    exp = explain_error(log, rep, state=state)
+    ev = None
+    if evidence is not None:
+        try:
+            ev = evidence()
+        except ForensicsError:
+            ev = None
+    exp = explain_error(log, rep, state=state, evidence=ev)
     if exp.winning_version != version:
         return []
     how = exp.match.how if exp.match else "replay"
@@ -90,17 +99,25 @@ def _from_error_text(log: DeltaLog, version: int, error_file: str, state: StateI
 
 
 def _from_evidence(version: int, evidence: Callable[[], Evidence]) -> list[DefeatedAttempt]:
+    """Attempts whose attribution names this version among its candidates (the same attribution
+    `evidence`, `explain-error` and the exports use); an ambiguous one says which of how many."""
     try:
         ev = evidence()
     except ForensicsError:  # evidence is best effort for explain; `evidence` reports its own errors
         return []
     out = []
     for a in ev.attempts:
-        if a.winning_version != version:
+        mine = [c for c in a.candidates if c.winning_version == version]
+        if not mine:
             continue
+        c = mine[0]
         where = ", ".join(_pstr(p) for p in a.partitions) or "the table root"
-        out.append(DefeatedAttempt(f"orphan files ({len(a.files)}) in {where}", a.likely_exception, a.partition, a.file, version, a.why,
-                                   None, a.read_version, tuple(a.partitions), a.hypothesis, a.retry_version, a.operation))
+        first = a.candidates[0]
+        why = a.why if c is first else (
+            f"one of {len(a.candidates)} answers its files allow, number {c.rank} (the most likely is "
+            f"v{first.winning_version}, {first.exception}; ranked by {RANKING}): {c.why}")
+        out.append(DefeatedAttempt(f"orphan files ({len(a.files)}) in {where}", c.exception, c.partition, c.file, version, why,
+                                   None, c.read_versions[1], tuple(a.partitions), c.hypothesis, a.retry_version, c.operation))
     return out
 
 

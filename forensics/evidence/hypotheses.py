@@ -1,12 +1,11 @@
-"""Replay an aborted attempt that left only data files: which exception most likely killed it?
+"""What an aborted attempt that left only data files may have done, and when it can have run.
 
-We do not know what the attempt read, so we try hypotheses from the least reading to the most
-(blind append into its partitions -> a streaming batch of a query that writes this table ->
-an OPTIMIZE of its partitions -> read its own partitions -> read the whole table) with `whatif` against the commits that landed
-in its window, and take the first that aborts. Within a hypothesis the read version goes from
-the latest candidate back (the attempt read as recently as the evidence allows). delta-rs
-records every snapshot file as read by a predicate-less write (conflict-rules §9), so there a partition
-read is tried before the "blind" append. The result is inferred, never exact.
+The generic ladder of hypotheses, least reading first (blind append into its partitions -> a
+streaming batch of a query that writes this table -> an OPTIMIZE of its partitions -> read its
+own partitions -> read the whole table; delta-rs records every snapshot file as read by a
+predicate-less write (conflict-rules §9), so there a partition read comes before the "blind"
+append), its re-run's operation, and the window of commits that can have beaten it.
+forensics.evidence.attribution replays them and ranks what aborts.
 """
 
 from __future__ import annotations
@@ -14,16 +13,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 
 from forensics.evidence.attempts import Attempt, Clock
-from forensics.evidence.footers import ReadBounds
 from forensics.errors import ForensicsError
 from forensics.times import fmt_time, utc_default
 from forensics.log.delta_log import DeltaLog
-from forensics.sets.commit_sets import StateIndex, writer_family
+from forensics.sets.commit_sets import StateIndex
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
 
 MAX_BACK = 20  # read versions tried per hypothesis (latest first)
@@ -87,7 +84,8 @@ def retry_hypothesis(log: DeltaLog, retry: int) -> Hypothesis | None:
              if s.role in ("condition", "merge_condition") and s.text.strip()]
     cond = conds[0] if conds else None
     label = f"did what its re-run v{retry} did ({rec.operation}{' ' + cond if cond else ''})"
-    return Hypothesis(label, rec.operation.upper(), predicate=cond)
+    apps = sorted(rec.txn_app_ids) if "STREAMING" in rec.operation.upper() else []
+    return Hypothesis(label, rec.operation.upper(), predicate=cond, app_id=apps[0] if len(apps) == 1 else None)
 
 
 def hypotheses(log: DeltaLog, attempt: Attempt, writer: str, *, rewrote_a_file: bool = False,
@@ -121,8 +119,11 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
     versions = log.versions
     lo_exact = min(versions) if versions else 0
     if clock.trusted:
-        before = [v for v, t in _timestamps(log) if t is not None and t <= attempt.last_seen]
-        after = [v for v, t in _timestamps(log) if t is not None and attempt.last_seen < t <= attempt.last_seen + AFTER_MS]
+        # Object stores keep whole seconds (S3's Last-Modified): a file stamped at second s was written
+        # before s+1, so a commit within that second may have come before it.
+        last = attempt.last_seen + (999 if attempt.last_seen % 1000 == 0 and attempt.first_seen % 1000 == 0 else 0)
+        before = [v for v, t in _timestamps(log) if t is not None and t <= last]
+        after = [v for v, t in _timestamps(log) if t is not None and last < t <= last + AFTER_MS]
         if not before:
             return None, lo_exact, after, "its files are older than every retained commit"
         until = max(before)
@@ -149,92 +150,3 @@ def _try(log: DeltaLog, state: StateIndex, h: Hypothesis, parts: list[dict], R: 
         return whatif(log, req, state)
     except ForensicsError:
         return None
-
-
-def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Clock, *, retry: int | None = None,
-                   rules: str | None = None, read_version: int | None = None, bounds: ReadBounds | None = None) -> None:
-    """Fill `attempt`'s window and likely exception (in place)."""
-    until, r_lo, after, wwhy = window(log, attempt, clock, retry)
-    if bounds is not None and not clock.trusted:
-        r_lo = min(r_lo, min(bounds.versions) - 1)  # the footers reach further back than the default search
-    if bounds is not None:
-        wwhy += "; " + "; ".join(bounds.why)
-    attempt.retry_version = retry
-    attempt.landed_after = after
-    if until is None:
-        attempt.why = f"not replayed: {wwhy}"
-        return
-    attempt.concurrent_versions = [v for v in log.versions if r_lo < v <= until]
-    engines = [e for e in log.commits["engine_info"].to_list() if e]
-    writer = "delta-rs" if (rules or "").startswith("delta-rs") else writer_family(engines[-1] if engines else None)
-    hyps = hypotheses(log, attempt, writer, rewrote_a_file=bounds is not None and any("holds rows of" in w for w in bounds.why),
-                      retry=retry)
-    tried: list[str] = []
-
-    def read_versions(upto: int) -> list[int]:
-        rs = [read_version] if read_version is not None else list(range(upto - 1, r_lo - 1, -1))
-        if bounds is not None and read_version is None:
-            rs = [r for r in rs if r in bounds.versions]
-        return rs
-
-    def search(upto: int) -> tuple[Hypothesis, int, WhatIfResult] | None:
-        # Hypotheses from least to most reading; within each, read versions newest first. Without
-        # file times that place the attempt, the winning version is the least certain part of the
-        # answer (the exception is the most certain): the output labels it inferred.
-        rs = read_versions(upto)
-        for h in hyps:
-            for R in rs:
-                res = _try(log, state, h, attempt.partitions, R, upto, rules)
-                if res is not None and res.result.verdict == "abort":
-                    return h, R, res
-            tried.append(h.label)
-        return None
-
-    found = search(until)
-    extended = False
-    if found is None and after:
-        tried.clear()
-        found = search(max(after))
-        extended = found is not None
-        if extended:
-            attempt.concurrent_versions = [v for v in log.versions if r_lo < v <= max(after)]
-    if found is None:
-        attempt.why = (f"inferred: no hypothesis aborts against v{r_lo + 1}..v{until} ({wwhy}); "
-                       "the attempt may have failed for a reason the log does not show (a crash, a killed job, a lost rename race)")
-        attempt.tried = [{"hypothesis": t} for t in tried]
-        return
-    h, R, res = found
-    r = res.result
-    if read_version is None:
-        upto = max(after) if extended else until
-        attempt.other_first_conflicts = partial(_alternatives, log, state, attempt, hyps, read_versions(upto), upto, rules,
-                                                (r.exception, r.winning_version))
-    attempt.likely_exception, attempt.winning_version, attempt.rule = r.exception, r.winning_version, r.rule
-    attempt.hypothesis, attempt.read_version, attempt.partition, attempt.file = h.label, R, r.partition, r.file
-    attempt.operation = h.operation
-    attempt.tried = [{"hypothesis": t, "verdict": "commit"} for t in tried] + [{"hypothesis": h.label, "verdict": "abort", "read_version": R}]
-    less = f"; hypotheses reading less ({'; '.join(tried)}) commit in the same window" if tried else ""
-    attempt.why = (
-        f"inferred: if it {h.label} at readVersion {R}, the {r.profile} rules abort it with {r.exception} "
-        f"against v{r.winning_version} ({r.why}){less}. Window: {wwhy}"
-        + ("; only commits that landed just after its last file explain it" if extended else "")
-        + "."
-    )
-
-
-def _alternatives(log: DeltaLog, state: StateIndex, attempt: Attempt, hyps: list[Hypothesis], rs: list[int], until: int,
-                  rules: str | None, shown: tuple[str | None, int | None]) -> list[dict]:
-    """Every other first conflict the orphan files allow. The engine checks the winners from the
-    loser's readVersion up and stops at the first conflict; without that readVersion each read
-    version (and each thing the loser may have done) names its own first conflict, and all of them
-    are as consistent with the files as the one shown (conflict-rules §5)."""
-    seen: dict[tuple[str | None, int | None], dict] = {}
-    for h in hyps:
-        for R in rs:
-            res = _try(log, state, h, attempt.partitions, R, until, rules)
-            if res is None or res.result.verdict != "abort":
-                continue
-            key = (res.result.exception, res.result.winning_version)
-            if key != shown and key not in seen:
-                seen[key] = {"exception": key[0], "winning_version": key[1], "read_version": R, "hypothesis": h.label}
-    return sorted(seen.values(), key=lambda d: (d["winning_version"] is None, d["winning_version"] or 0))

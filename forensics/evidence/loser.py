@@ -12,12 +12,13 @@ reproduces the text's exception against the winner. Inferred, and labelled so.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from forensics.errortext import ErrorReport
+from forensics.evidence.attribution import Candidate, same_rule
 from forensics.evidence.hypotheses import Hypothesis, partition_predicate
 from forensics.evidence.walk import canonical
 from forensics.errors import ExitCode, ForensicsError
@@ -92,6 +93,13 @@ class ErrorExplanation:
     # The incident story (forensics.analysis.story), set by the front object: the evidence stage
     # comes before the analysis stage that tells it.
     story_lines: list[Any] = field(default_factory=list)
+    # Every answer the text and the table allow, most likely first (the first is `winning_version`'s);
+    # from the aborted attempt the text is tied to when its orphan files are in the table.
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def ambiguous(self) -> bool:
+        return len({c.winning_version for c in self.candidates}) > 1 or bool(self.match and self.match.ambiguous)
 
     def story(self) -> list[Any]:
         """The incident in a few plain lines (StoryLine): who won, what each side did, the rule, how sure, what to change."""
@@ -117,6 +125,8 @@ class ErrorExplanation:
             "advice": [a.to_dict() for a in self.advice],  # the same records as explain's advice
             "why": self.why,
             "story": [line.text for line in self.story_lines],
+            "candidates": [c.to_dict() for c in self.candidates],
+            "ambiguous": self.ambiguous,
         }
 
 
@@ -260,16 +270,11 @@ def replay_loser(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: 
         r = res.result
         if r.verdict == "abort" and r.exception == report.exception and r.winning_version == winner:
             return res, h, True, rwhy
-        if r.verdict == "abort" and r.winning_version == winner and report.exception and _same_rule(r.exception, report.exception):
+        if r.verdict == "abort" and r.winning_version == winner and report.exception and same_rule(r.exception, report.exception):
             return res, h, True, rwhy
     if first:
         return first[0], first[1], False, rwhy
     return None, None, False, rwhy
-
-
-def _same_rule(a: str | None, b: str | None) -> bool:
-    # Kernel throws delete-delete as ConcurrentWriteException (conflict-rules §7.6)
-    return {a, b} == {"ConcurrentWriteException", "ConcurrentDeleteDeleteException"}
 
 
 def not_this_table(log: DeltaLog, report: ErrorReport, facts: LoserFacts | None) -> str | None:
@@ -301,7 +306,7 @@ def _stated_replay(log: DeltaLog, state: StateIndex, report: ErrorReport, facts:
         r = whatif(log, req, state).result
     except ForensicsError:
         return None
-    if r.verdict != "abort" or r.winning_version is None or not (r.exception == report.exception or _same_rule(r.exception, report.exception)):
+    if r.verdict != "abort" or r.winning_version is None or not (r.exception == report.exception or same_rule(r.exception, report.exception)):
         return None
     return WinnerMatch(r.winning_version, [r.winning_version], "replay", False,
                        f"inferred: the transaction you described ({facts.operation.upper()} at readVersion {facts.read_version}) "
@@ -341,28 +346,42 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
         match = _stated_replay(log, state, report, facts, rules, window) or match
     winner = match.version
     parts: list[dict[str, Any]] = []
+    ev_choice = None
+    ev_hits_ranked: list[Candidate] = []
     whys = [f"winner: {match.why}"]
     if winner is None and not match.ambiguous:
         # No key in the text: commits that carry what the rule needs, narrowed by aborted attempts' traces.
         cands = rule_candidates(log, report, window, after)
         if evidence is not None:
-            ev_hits = [(a, a.winning_version) for a in evidence.attempts if a.likely_exception == report.exception and a.winning_version in cands]
+            # Each aborted attempt's attribution, kept to the answers that say what the text says: the
+            # text and the attempt's files together name fewer winners than either alone.
+            ev_hits = [(a, c) for a in evidence.attempts for c in a.candidates
+                       if c.exception == report.exception and c.winning_version in cands
+                       and (not report.partition or not c.partition or all(str(c.partition.get(k)) == str(v) for k, v in report.partition.items() if k in c.partition))]
             if ev_hits:
-                # The other first conflicts the same attempts allow at another read version are as
-                # consistent with the text: name them all (the user's --read-version settles it).
-                others = {alt["winning_version"] for a, _ in ev_hits if a.other_first_conflicts is not None
-                          for alt in a.other_first_conflicts()
-                          if alt["exception"] == report.exception and alt["winning_version"] in cands}
-                vs = sorted({v for _, v in ev_hits} | others)
-                a0 = ev_hits[0][0]
-                winner, parts = a0.winning_version, a0.partitions
-                match = WinnerMatch(winner, vs, "evidence", len(vs) > 1,
-                                    f"inferred from {len(ev_hits)} aborted attempt(s) whose orphan files replay to {report.exception}"
+                ranked: list[int] = []
+                # Within an attempt its own ranking; between attempts the text cannot tell them apart,
+                # so the earlier attempt comes first (evidence lists attempts in the order written).
+                order = {id(a): i for i, a in enumerate(evidence.attempts)}
+                ev_hits.sort(key=lambda ac: (ac[1].rank, order[id(ac[0])]))
+                for _, c in ev_hits:
+                    if c.winning_version not in ranked:
+                        ranked.append(c.winning_version)
+                a0, c0 = ev_hits[0]
+                winner, parts = ranked[0], a0.partitions
+                ev_choice = (a0, c0)
+                seen: set[int] = set()
+                for _, c in ev_hits:
+                    if c.winning_version not in seen:
+                        seen.add(c.winning_version)
+                        ev_hits_ranked.append(replace(c, rank=len(seen)))
+                match = WinnerMatch(winner, ranked, "evidence", len(ranked) > 1,
+                                    f"inferred from {len({id(a) for a, _ in ev_hits})} aborted attempt(s) whose orphan files replay to {report.exception}"
                                     + ("" if evidence.clock.trusted else
                                        " (their file times are not trusted: the attempts were placed by what their files hold, not by when they were written)")
-                                    + (f"; candidates v{', v'.join(map(str, vs))}: the earliest attempt's winner is shown; "
+                                    + (f"; one of v{', v'.join(map(str, ranked))}, most likely first ({c0.hypothesis}); "
                                        "which one beat it depends on the version the failed job read (give --read-version to decide)"
-                                       if len(vs) > 1 else ""))
+                                       if len(ranked) > 1 else ""))
         if winner is None and cands:
             if len(cands) == 1:
                 winner = cands[0]
@@ -375,14 +394,35 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
     replay = hyp = None
     rwhy: str | None = None
     reproduced = False
-    if winner is not None and report.rule != "max-retries":
+    if ev_choice is not None and winner == ev_choice[1].winning_version:
+        # The attempt the text is tied to: its own attribution's replay (read version, operation), not a new guess.
+        a0, c0 = ev_choice
+        req = WhatIfRequest(read_version=c0.read_versions[1], operation=c0.operation, predicate=c0.predicate,
+                            partitions=[{k: ("" if v is None else v) for k, v in p.items()} for p in a0.partitions if p],
+                            rules=rules or FAMILY_RULES.get(report.family), until=winner, app_id=c0.app_id)
+        try:
+            replay = whatif(log, req, state)
+        except ForensicsError:
+            replay = None
+        if replay is not None:
+            hyp = Hypothesis(c0.hypothesis, c0.operation, predicate=c0.predicate, app_id=c0.app_id)
+            reproduced = replay.result.verdict == "abort" and replay.result.winning_version == winner
+            rwhy = (f"readVersion {c0.read_versions[1]}: the newest its orphan files allow"
+                    + (f" (any of v{c0.read_versions[0]}..v{c0.read_versions[1]} gives the same answer)" if c0.read_versions[0] != c0.read_versions[1] else ""))
+            whys.append(f"the aborted attempt that left {a0.files[0].path} is this transaction: {c0.why}")
+    if winner is not None and report.rule != "max-retries" and not reproduced:
         start = window[0] if window else None
         replay, hyp, reproduced, rwhy = None, None, False, ""
         if not parts and evidence is not None:
             # The loser's orphan files tell what it wrote: try each attempt that could have lost to this winner.
             wts = log.record(winner).timestamp
-            for a in evidence.attempts[:10]:
+            # Attempts whose own attribution names this winner come first; an attempt whose partitions
+            # the stated condition excludes is another job's (it must not lend its partitions).
+            named = [a for a in evidence.attempts if any(c.winning_version == winner for c in a.candidates)]
+            for a in (named + [a for a in evidence.attempts if a not in named])[:10]:
                 if evidence.clock.trusted and wts is not None and wts > a.last_seen + 60_000:
+                    continue
+                if facts is not None and not _within_condition(a.partitions, facts.predicate):
                     continue
                 res = replay_loser(log, state, report, winner, parts=a.partitions, rules=rules, start_ms=start, facts=facts)
                 if res[2]:
@@ -403,8 +443,41 @@ def explain_error(log: DeltaLog, report: ErrorReport, *, rules: str | None = Non
         whys.append("you said: " + ", ".join(facts.said()))
     conditions = [(facts.predicate, "your condition, as given")] if facts is not None and facts.predicate else []
     advice = advice_for_error(log, state, report, winner, replay, parts, conditions)
-    return ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced,
+    exp = ErrorExplanation(report, match, winner, replay, hyp.label if hyp else None, reproduced,
                             advice, "; ".join(whys), parts, window, rwhy or None)
+    exp.candidates = _candidates(report, match, ev_hits_ranked, replay)
+    return exp
+
+
+def _candidates(report: ErrorReport, match: WinnerMatch | None, from_attempts: list[Candidate],
+                replay: WhatIfResult | None) -> list[Candidate]:
+    """The explanation's answers, ranked: the tied attempt's attribution when there is one, else the
+    winner the text names or the commits that can fire its rule (each as the loser reading just before it)."""
+    if from_attempts:
+        return from_attempts
+    if match is None:
+        return []
+    vs = list(match.candidates) if match.ambiguous else ([match.version] if match.version is not None else [])
+    out = []
+    for rank, v in enumerate(vs, 1):
+        r = replay.result if replay is not None and replay.result.winning_version == v else None
+        out.append(Candidate((v - 1, v - 1), v, report.exception or "?", report.rule or "?",
+                             r and replay.request.operation or "unknown", r and replay.request.operation or "unknown", rank,
+                             r.why if r is not None else f"v{v} carries what the {report.rule} rule needs ({match.how})"))
+    return out
+
+
+
+def _within_condition(parts: list[dict[str, Any]], condition: str | None) -> bool:
+    """Whether every partition an attempt wrote is one the stated condition allows."""
+    from forensics.predicates.advice import pinned_values
+
+    for p in parts:
+        for col, val in (p or {}).items():
+            pinned = pinned_values(condition, col)
+            if pinned is not None and str(val) not in pinned:
+                return False
+    return True
 
 
 def text_only_explanation(report: ErrorReport) -> dict[str, Any]:

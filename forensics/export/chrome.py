@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from forensics.safe import inert
 from forensics.analysis.timeline import Span, Timeline
@@ -37,11 +37,11 @@ def span_bounds(s: Span) -> tuple[int, int] | None:
     return (min(start, end), end)
 
 
-def assign_lanes(tl: Timeline) -> dict[str, tuple[str, int]]:
-    """span id -> (writer id, lane): greedy interval partitioning per writer."""
+def assign_lanes(tl: Timeline, spans: Iterable[Span] | None = None) -> dict[str, tuple[str, int]]:
+    """span id -> (writer id, lane): greedy interval partitioning per writer (of `spans`: all by default)."""
     out: dict[str, tuple[str, int]] = {}
     by_writer: dict[str, list[Span]] = {}
-    for s in tl.spans:
+    for s in tl.spans if spans is None else spans:
         by_writer.setdefault(s.writer, []).append(s)
     for wid, spans in by_writer.items():
         lanes_end: list[int] = []
@@ -62,7 +62,8 @@ def assign_lanes(tl: Timeline) -> dict[str, tuple[str, int]]:
 def _name(s: Span) -> str:
     op = inert(s.operation or "?", 60)
     if s.kind == "attempt":
-        return f"aborted {op if s.operation else 'attempt'} ✗ {s.exception or ''}".strip()
+        lost = inert(s.one_of, 120) if s.one_of and s.one_of.startswith("one of") else s.exception or ""
+        return f"aborted {op if s.operation else 'attempt'} ✗ {lost}".strip()
     mark = {"clean": "✓", "serial": "✓", "reordered": "↺", "anomaly": "⚠", "skipped": "?"}.get(s.verdict, "")
     return f"v{s.version} {op} {mark}".strip()
 

@@ -84,7 +84,9 @@ def mermaid(tl: Timeline) -> str:
         op = text(s.operation or "?", 40)
         if s.kind == "attempt":
             part = f" [{text(hive_partition(s.partition), 80)}]" if s.partition else ""
-            vs = f" vs v{s.winning_version}" if s.winning_version is not None else ""
+            ws = list(dict.fromkeys(c["winning_version"] for c in s.candidates))
+            vs = (" vs one of " + ", ".join(f"v{w}" for w in ws) if len(ws) > 1
+                  else f" vs v{s.winning_version}" if s.winning_version is not None else "")
             lines.append(f"    {p}-x L: abort ✗ {text(_short_exc(s.exception), 60)}{part}{vs} (inferred)")
             continue
         if s.verdict == "anomaly":

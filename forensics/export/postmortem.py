@@ -4,8 +4,10 @@ redacted, `forensics.export.redact`) from one place.
 
 The story is a list of plain sentences: for the table's conflicts (anomalies, then reorders, then
 aborted attempts; a few) the lines `explain V` prints first (`forensics.analysis.story`), so the
-report and the terminal say the same words; without a table to explain from, sentences built from
-the timeline's own verdict fields.
+report and the terminal say the same words, and the report opens with them; without a table to
+explain from, sentences built from the timeline's own verdict fields. The range's overview comes
+last. Each piece of advice names the conflicts it serves (`serves`: span ids), so the report can
+list a change once for every conflict it would prevent.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class Postmortem:
     """The report's words besides the timeline; every field is plain data (JSON-ready)."""
 
     story: list[str] = field(default_factory=list)
-    advice: list[dict[str, Any]] = field(default_factory=list)  # {"version", "title", "detail", "evidence", "example"}
+    advice: list[dict[str, Any]] = field(default_factory=list)  # {"version", "title", "detail", "evidence", "example", "serves"}
     stats: dict[str, Any] | None = None
     counterfactuals: list[dict[str, Any]] = field(default_factory=list)
 
@@ -41,9 +43,11 @@ class Postmortem:
 
 
 def conflicts(tl: Timeline) -> list[Span]:
-    """Anomalies, reorders, then aborted attempts, each in log order: what the story tells first."""
+    """Anomalies, reorders, then aborted attempts, each in log order (attempts nothing attributes
+    last): what the story tells first."""
     picked = [s for s in tl.spans if s.verdict in _ORDER]
-    return sorted(picked, key=lambda s: (_ORDER[s.verdict], s.version if s.version is not None else s.winning_version or 0, s.id))
+    return sorted(picked, key=lambda s: (_ORDER[s.verdict], s.kind == "attempt" and s.winning_version is None,
+                                         s.version if s.version is not None else s.winning_version or 0, s.id))
 
 
 def build_postmortem(tl: Timeline, explain: Callable[[int], Any] | None = None, *, stats: dict[str, Any] | None = None,
@@ -51,7 +55,7 @@ def build_postmortem(tl: Timeline, explain: Callable[[int], Any] | None = None, 
                      cap: int = STORY_CAP) -> Postmortem:
     """The story and advice of `tl`'s conflicts; `explain(version)` (Table.explain) gives each its
     explanation: the story lines and the advice of the commit (an attempt: of the commit that beat it)."""
-    story = [overview(tl, utc)]
+    story: list[str] = []
     advice: list[dict[str, Any]] = []
     picked = conflicts(tl)
     told: set[int] = set()
@@ -70,12 +74,14 @@ def build_postmortem(tl: Timeline, explain: Callable[[int], Any] | None = None, 
             continue
         told.add(v)  # type: ignore[arg-type]
         story += explanation_lines(ex)
-        advice += [{"version": v, **a.to_dict()} for a in ex.advice]
+        serves = [x.id for x in picked if (x.version if x.kind == "commit" else x.winning_version) == v]
+        advice += [{"version": v, **a.to_dict(), "serves": serves} for a in ex.advice]
     if len(picked) > cap:
         story.append(f"{len(picked) - cap} more conflict(s), reorder(s) or aborted attempt(s) are in the verdict table below.")
     if not picked:
         story.append("No commit in this range conflicted, was reordered or is known to have beaten an aborted attempt: "
                      "there is nothing to change.")
+    story.append(overview(tl, utc))
     return Postmortem(story=story, advice=advice, stats=stats, counterfactuals=list(counterfactuals or []))
 
 
@@ -133,9 +139,10 @@ def span_story(s: Span, tl: Timeline, utc: bool | None = None) -> list[str]:
     sure = f"How sure: {s.certainty}" + (f": {in_words(s.why)}" if s.certainty != "exact" and s.why else "") + "."
     if s.kind == "attempt":
         where = partitions(s.partitions) or "an unknown place"
-        first = (f"An aborted attempt ({by}) wrote {len(s.files)} file(s) in {where} around {when(s.end_ms, utc)} and never "
-                 f"reached the log; it most likely lost to v{s.winning_version}" if s.winning_version is not None else
-                 f"An aborted attempt ({by}) wrote {len(s.files)} file(s) in {where} around {when(s.end_ms, utc)} and never reached the log")
+        at = f" around {when(s.file_time_ms, utc)}" if s.file_time_ms is not None else ""  # only a trusted file time
+        lost = (f"; it lost to {s.one_of}" if s.one_of and s.one_of.startswith("one of") else
+                f"; it most likely lost to v{s.winning_version}" if s.winning_version is not None else "")
+        first = f"An aborted attempt ({by}) wrote {len(s.files)} file(s) in {where}{at} and never reached the log{lost}"
         retry = f"; its re-run most likely landed as v{s.retry_version}" if s.retry_version is not None else ""
         return [first + retry + ".", f"Rule: {verdict_rule(s)}.", sure]
     first = (f"v{s.version} {s.operation or '(no operation recorded)'} by {by} committed {when(s.end_ms, utc)}"

@@ -75,3 +75,68 @@ def rewrite_with_partition_literal(
     except Exception:
         vals = ", ".join("'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'" for v in values if v is not None)
         return f"({merge_condition}) AND target.`{column.replace('`', '``')}` IN ({vals})"
+
+
+def _conjuncts(condition: str) -> list[exp.Expression]:
+    """The top-level AND terms of a condition (parentheses dropped); [] when it does not parse."""
+    import sqlglot
+
+    try:
+        tree = sqlglot.parse_one(condition, read=DIALECT)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+        return []
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+
+
+def _pin(term: exp.Expression) -> tuple[str, set[str]] | None:
+    """(column, values) when `term` is `col = 'v'` or `col IN ('v', ...)`, the column named without its alias."""
+    while isinstance(term, exp.Paren):
+        term = term.this
+    if isinstance(term, exp.EQ):
+        col, lit = term.this, term.expression
+        if isinstance(lit, exp.Column) and isinstance(col, exp.Literal):
+            col, lit = lit, col
+        if isinstance(col, exp.Column) and isinstance(lit, exp.Literal):
+            return col.name.lower(), {lit.this}
+    if isinstance(term, exp.In) and isinstance(term.this, exp.Column) and term.expressions \
+            and all(isinstance(e, exp.Literal) for e in term.expressions):
+        return term.this.name.lower(), {e.this for e in term.expressions}
+    return None
+
+
+def pinned_values(condition: str | None, column: str) -> set[str] | None:
+    """The values a condition's own AND terms pin `column` to (`date = 'x' AND ...` -> {'x'}), or None
+    when it does not pin it: a condition that already names its partitions needs no literal added."""
+    if not condition:
+        return None
+    out: set[str] | None = None
+    for term in _conjuncts(condition):
+        pin = _pin(term)
+        if pin and pin[0] == column.lower():
+            out = pin[1] if out is None else out & pin[1]
+    return out
+
+
+def contradiction(condition: str | None) -> str | None:
+    """Why a condition cannot be meant as written, or None: a column pinned to two disjoint sets of
+    values (`date = 'a' AND date = 'b'` matches no row) or a term that compares a column with itself
+    (`id = id`, the log's MERGE condition without its aliases)."""
+    if not condition:
+        return None
+    pins: dict[str, set[str]] = {}
+    for term in _conjuncts(condition):
+        inner = term
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.EQ) and isinstance(inner.this, exp.Column) and isinstance(inner.expression, exp.Column) \
+                and inner.this.sql(dialect=DIALECT) == inner.expression.sql(dialect=DIALECT):
+            return f"`{inner.sql(dialect=DIALECT)}` compares a column with itself"
+        pin = _pin(term)
+        if pin:
+            col, vals = pin
+            if col in pins and not (pins[col] & vals):
+                return f"{col} is pinned to {sorted(pins[col])} and to {sorted(vals)}: no row matches both"
+            pins[col] = pins.get(col, vals) & vals
+    return None

@@ -8,9 +8,10 @@ appId, ...). No advice is given without such a fact; `general_advice` is labelle
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from forensics.errortext import ErrorReport
 from forensics.log.delta_log import DeltaLog
@@ -19,18 +20,74 @@ from forensics.safe import inert
 from forensics.sets.commit_sets import CommitSets, StateIndex
 
 if TYPE_CHECKING:
-    from forensics.replay.whatif import WhatIfResult
+    from forensics.replay.whatif import WhatIfRequest, WhatIfResult
 
 
 @dataclass(frozen=True)
 class Advice:
+    """One thing to change. A concrete change (a predicate, an operation, an isolation level, a
+    schedule, a layout) is replayed against the same winners before it is given: `replayed` says
+    what that replay gave ("commits"; "aborts" only where aborting is the point) and `replayed_as`
+    what was replayed. None: advice that is no concrete change (general advice, said so)."""
+
     title: str
     detail: str
     evidence: str
     example: str | None = None  # what to write, in the user's own SQL (aliases and column names as written)
+    replayed: str | None = None  # commits | aborts | not replayable; None: no concrete change
+    replayed_as: str | None = None  # the replayed transaction, in words
+    request: Any = dataclasses.field(default=None, compare=False, repr=False)  # the WhatIfRequest replayed (not in JSON)
 
     def to_dict(self) -> dict[str, str | None]:
-        return {"title": self.title, "detail": self.detail, "evidence": self.evidence, "example": self.example}
+        return {"title": self.title, "detail": self.detail, "evidence": self.evidence, "example": self.example,
+                "replayed": self.replayed, "replayedAs": self.replayed_as}
+
+
+def _request_words(req: "WhatIfRequest", winners: list[int]) -> str:
+    op = req.operation.upper()
+    kw = "ON" if op == "MERGE" else "WHERE"
+    against = (f"against v{winners[0]}" + (f"..v{winners[-1]}" if len(winners) > 1 else "") if winners
+               else f"run after v{req.read_version}: no concurrent commit left")
+    return (f"{op}{f' {kw} {req.predicate}' if req.predicate else ''}"
+            + (f" at {req.isolation_level}" if req.isolation_level else "")
+            + (f" (streaming query id {req.app_id})" if req.app_id else "")
+            + f", reading v{req.read_version}, {against}" + (f"; {req.rules} rules" if req.rules else ""))
+
+
+def replayed(log: DeltaLog, state: StateIndex, base: "WhatIfRequest | None", advice: Advice, *, want: str = "commit",
+             **change: Any) -> Advice | None:
+    """`advice` once `base` (the transaction as replayed) changed as it says (`change`: predicate,
+    operation, isolation level, read version...) is replayed against the same winners; None (the
+    advice is dropped) when there is nothing to replay or the replay does not give `want`."""
+    from forensics.errors import ForensicsError
+    from forensics.replay.whatif import whatif
+
+    if base is None:
+        return None
+    req = dataclasses.replace(base, **change)
+    if contradiction(req.predicate):
+        return None
+    try:
+        res = whatif(log, req, state)
+    except ForensicsError:
+        return None
+    if res.result.verdict != want:
+        return None
+    got = "commits" if want == "commit" else "aborts"
+    return dataclasses.replace(checked(advice, got, _request_words(req, res.winners)), request=req)
+
+
+def checked(advice: Advice, got: str, words: str) -> Advice:
+    """The advice saying how it was checked, in its record and beside it on the terminal (its detail)."""
+    note = f"replayed: {got} ({words})"
+    return dataclasses.replace(advice, detail=f"{advice.detail.rstrip('.')}; {note}" if advice.detail else note,
+                               replayed=got, replayed_as=words)
+
+
+def contradiction(predicate: str | None) -> str | None:
+    from forensics.predicates.advice import contradiction as why
+
+    return why(predicate)
 
 
 def pinned_condition(conditions: list[tuple[str | None, str]], column: str, values: list[str], schema: Any,
@@ -82,6 +139,29 @@ def _values(files, col: str) -> list[str]:
     return vals
 
 
+def _commit_request(log: DeltaLog, state: StateIndex, version: int, sets: CommitSets, params: dict[str, Any],
+                    rules: str | None, reordered: bool) -> "WhatIfRequest | None":
+    """Version `version` as a what-if transaction (its operation, logged condition, partitions, read
+    version), kept only when its replay gives the verdict being advised on: an abort, or a reorder."""
+    from forensics.errors import ForensicsError
+    from forensics.replay.whatif import OPERATIONS, WhatIfRequest, whatif
+
+    rec = log.record(version)
+    op = (sets.operation or "").upper()
+    if rec.read_version is None or op not in OPERATIONS:
+        return None
+    cond = logged_condition(params)
+    parts = [{k: ("" if v is None else str(v)) for k, v in p.items()} for p in rec.partitions_touched if p]
+    req = WhatIfRequest(read_version=rec.read_version, operation=op, predicate=cond if cond and "#" not in cond else None,
+                        partitions=parts, rules=rules, until=version - 1, app_id=next(iter(sorted(rec.txn_app_ids)), None))
+    try:
+        r = whatif(log, req, state).result
+    except ForensicsError:
+        return None
+    ok = (r.verdict == "commit" and bool(r.reordered_before)) if reordered else r.verdict == "abort"
+    return req if ok else None
+
+
 def advise(
     sets: CommitSets,
     *,
@@ -93,14 +173,29 @@ def advise(
     table_config: dict[str, str] | None = None,
     writer: str = "delta-spark",
     operation_parameters: dict[str, Any] | None = None,
+    log: DeltaLog | None = None,
+    state: StateIndex | None = None,
+    version: int | None = None,
+    rules: str | None = None,
+    layout: Callable[[str], str | None] | None = None,
 ) -> list[Advice]:
-    out: list[Advice] = []
+    """What version `version` should change. Each concrete change is replayed (whatif from the
+    commit's own read version, operation and condition; `layout(col)` for a partitioning: the
+    partition counterfactual's "commits" / "aborts") and given only when it commits; without the
+    log to replay on, none is given."""
+    out: list[Advice | None] = []
     op = (sets.operation or "").upper()
     pcols = list(sets.schema.partition_columns)
-    cfg = table_config or {}
     r, w = sets.read, sets.write
     winner = next((x for x in winners if x.version == winning_version), None)
     params = operation_parameters or {}
+    base = None
+    if log is not None and version is not None and (exception or reordered_before):
+        base = _commit_request(log, state or StateIndex(log), version, sets, params, rules, not exception)
+    st = state if state is not None else (StateIndex(log) if log is not None else None)
+
+    def check(a: Advice, **change: Any) -> Advice | None:
+        return replayed(log, st, base, a, **change) if log is not None and st is not None else None
 
     if exception == "ConcurrentAppendException":
         if op == "MERGE" and pcols and r.partition_predicates in (["TRUE"], []):
@@ -110,123 +205,94 @@ def advise(
             cond = logged_condition(params)
             if mine and cond:
                 example, names = pinned_condition([(cond, "its MERGE condition as logged")], col, mine, sets.schema)
-                out.append(
+                out.append(check(
                     Advice(
                         "Add a literal partition predicate to the MERGE condition",
                         f"The MERGE condition names no `{col}` literal, so Delta records a read of every partition "
                         f"and any concurrent write conflicts. Rewritten: {example} ({names})",
                         f"this MERGE wrote {col} in {mine}; the winner v{winning_version} added files in {col} in {theirs or '?'}",
                         example,
-                    )
-                )
+                    ), predicate=rewrite_literal(col, mine, sets.schema, merge=True) if "<your " in example else example))
         if op in ("DELETE", "UPDATE") and pcols and r.partition_predicates == ["TRUE"] and r.data_predicates:
             cols = _predicate_columns(r.data_predicates, sets)
             mine = _values(w.adds + w.removes, pcols[0])
-            example = None
             if mine:
                 example, _ = pinned_condition([(logged_condition(params), "its condition as logged")], pcols[0], mine,
                                               sets.schema, merge=False)
-            out.append(
-                Advice(
-                    "Add a partition predicate to the condition",
-                    f"The condition only filters data columns ({', '.join(cols) or 'see data predicates'}); Delta counts that as a "
-                    f"read of the whole table. Add a literal condition on {', '.join(pcols)} for the partitions you change"
-                    + (f": WHERE {example}" if example else "."),
-                    f"data predicates: {'; '.join(r.data_predicates)}",
-                    example,
-                )
-            )
-        if not pcols and r.data_predicates:
+                out.append(check(
+                    Advice(
+                        "Add a partition predicate to the condition",
+                        f"The condition only filters data columns ({', '.join(cols) or 'see data predicates'}); Delta counts that as a "
+                        f"read of the whole table. Add a literal condition on {', '.join(pcols)} for the partitions you change: "
+                        f"WHERE {example}",
+                        f"data predicates: {'; '.join(r.data_predicates)}",
+                        example,
+                    ), predicate=rewrite_literal(pcols[0], mine, sets.schema, merge=False) if "<your " in example else example))
+        if not pcols and r.data_predicates and layout is not None:
             cols = _predicate_columns(r.data_predicates, sets)
-            if cols:
-                out.append(
+            got = layout(cols[0]) if cols else None
+            if got == "commits":
+                out.append(checked(
                     Advice(
                         f"Partition (or cluster) the table by {cols[0]}",
                         "On an unpartitioned table every non-blind transaction conflicts with every concurrent add (delta-spark ≥3.1). "
                         f"Your predicates filter on {', '.join(cols)}.",
                         f"table is unpartitioned; data predicates: {'; '.join(r.data_predicates)}",
-                    )
-                )
+                    ), "commits", f"v{version} with the table partitioned by {cols[0]} (simulated from file statistics)"))
         if op in ("WRITE", "STREAMING UPDATE") and not w.removes and not w.is_blind_append:
-            out.append(
+            out.append(check(
                 Advice(
                     "Make the INSERT a blind append",
                     "This append read the table it writes to (isBlindAppend=false), so concurrent writes conflict with it. "
                     "Compute the rows without reading the target in the same transaction, or use MERGE with a partition literal.",
                     "commitInfo.isBlindAppend=false with only add actions",
-                )
-            )
-        if winner is not None and winner.is_blind_append is None:
-            out.append(
-                Advice(
-                    "Upgrade the concurrent writer (or have it record isBlindAppend)",
-                    "The winner did not record isBlindAppend, so Delta treats its appends as data changes even under WriteSerializable.",
-                    f"v{winner.version} commitInfo has no isBlindAppend (writer: {winner.commit.engine_info if winner.commit else 'unknown'})",
-                )
-            )
+                ), operation="INSERT", predicate=None))
         if isolation_level == "Serializable" and winner is not None and winner.is_blind_append:
-            out.append(
+            out.append(check(
                 Advice(
                     "Consider WriteSerializable (Databricks) if appends may be reordered",
                     "Under WriteSerializable a concurrent blind append is forgiven and the transactions are serialized in the "
                     "other order; OSS delta-spark only accepts Serializable.",
                     f"the winner v{winner.version} is a blind append; this transaction ran at Serializable",
-                )
-            )
-    if exception in ("ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException"):
+                ), rules="databricks", isolation_level="WriteSerializable"))
+    if exception in ("ConcurrentDeleteReadException", "ConcurrentDeleteDeleteException") and winning_version is not None:
         involved = [x for x in winners if x.version == winning_version]
         wop = (involved[0].operation or "").upper() if involved else ""
         if "OPTIMIZE" in (op, wop):
-            out.append(
+            out.append(check(
                 Advice(
                     "Keep OPTIMIZE away from partitions being written, or enable deletion vectors",
                     "OPTIMIZE rewrites files other writers read or delete; schedule it on cold partitions (WHERE on the partition "
                     "column) or when writers are idle. On Databricks, deletion vectors let OPTIMIZE and DML avoid conflicts.",
                     f"the conflict involves OPTIMIZE (this: {op or '?'}, winner v{winning_version}: {wop or '?'})",
-                )
-            )
-        if cfg.get("delta.enableDeletionVectors") != "true" and writer == "databricks" and not pcols:
-            out.append(
-                Advice(
-                    "Enable deletion vectors for row-level concurrency",
-                    "Databricks resolves concurrent DML at row level on unpartitioned tables with deletion vectors (DBR 14.2+).",
-                    "writer is Databricks; table is unpartitioned; delta.enableDeletionVectors is not true",
-                )
-            )
+                ), read_version=winning_version))
     if exception == "ConcurrentTransactionException":
-        out.append(
+        out.append(check(
             Advice(
                 "Give each streaming query its own checkpoint",
                 "Two writers committed with the same txn appId (the streaming query id): two instances of one query share a checkpoint.",
                 f"shared appId(s): {', '.join(sorted(set(w.app_txns) & set(winner.app_txns))) if winner else '?'}",
-            )
-        )
-    if exception == "MetadataChangedException":
-        out.append(
+            ), app_id="its-own-query-id"))
+    if exception in ("MetadataChangedException", "ProtocolChangedException") and winning_version is not None:
+        meta = exception == "MetadataChangedException"
+        out.append(check(
             Advice(
-                "Run ALTER TABLE / property changes when writers are idle",
-                "Every metadata change fails every concurrent writer (delta-spark ≥4.1 tolerates a few property changes).",
-                f"the winner v{winning_version} changed the table metadata",
-            )
-        )
-    if exception == "ProtocolChangedException":
-        out.append(
-            Advice(
+                "Run ALTER TABLE / property changes when writers are idle" if meta else
                 "Create the table (and upgrade its protocol) before concurrent writers start",
+                "Every metadata change fails every concurrent writer (delta-spark ≥4.1 tolerates a few property changes)." if meta else
                 "A protocol change, or two writers creating the table at once, fails concurrent writers.",
-                f"the winner v{winning_version} carries a protocol action",
-            )
-        )
+                f"the winner v{winning_version} " + ("changed the table metadata" if meta else "carries a protocol action"),
+            ), read_version=winning_version))
     if reordered_before and isolation_level in ("WriteSerializable", "SnapshotIsolation"):
-        out.append(
+        # the change advised here is to abort instead of being reordered: its replay must abort
+        out.append(check(
             Advice(
                 "Check that the reorder is acceptable; else use Serializable",
                 f"This {op or 'transaction'} is serialized before {', '.join('v' + str(v) for v in reordered_before)}: rows those "
                 "commits added survive although the log lists them first. Set delta.isolationLevel = 'Serializable' to abort instead.",
                 f"isolation level {isolation_level}; forgiven winners {', '.join(f'v{v}' for v in reordered_before)}",
-            )
-        )
-    return out
+            ), want="abort", isolation_level="Serializable"))
+    return [a for a in out if a is not None]
 
 
 def logged_condition(params: dict[str, Any]) -> str | None:
@@ -278,88 +344,141 @@ def general_fixes(rule: str | None) -> list[Advice]:
 
 def advice_for_error(log: DeltaLog, state: StateIndex, report: ErrorReport, winner: int | None, replay: "WhatIfResult | None",
                      parts: list[dict[str, Any]], conditions: list[tuple[str | None, str]] = ()) -> list[Advice]:
-    """What to change for the transaction an error text reports; `conditions` are its own (as the user gave them)."""
+    """What to change for the transaction an error text reports; `conditions` are its own (as the user gave them).
+    Each change is replayed from `replay`'s request (the loser as rebuilt) against the same winners."""
     if winner is None:
         return general_fixes(report.rule)
+    base = replay.request if replay is not None and replay.result.verdict == "abort" else None
     return fixes_for_loser(log, state, winner, rule=report.rule, parts=parts,
                            loser_operation=replay.request.operation if replay else None, family=report.family,
-                           file=report.file, partition_text=report.partition_text, conditions=conditions) or general_fixes(report.rule)
+                           file=report.file, partition_text=report.partition_text, conditions=conditions,
+                           base=base) or general_fixes(report.rule)
+
+
+def _loser_request(log: DeltaLog, state: StateIndex, winner: int, operation: str | None, rule: str | None,
+                   parts: list[dict[str, Any]], conditions: list[tuple[str | None, str]], read_version: int | None,
+                   family: str | None) -> "WhatIfRequest | None":
+    """The loser as a what-if transaction from its own facts (operation, condition, partitions, read
+    version), kept only when its replay aborts against `winner`: advice replayed from anything else proves nothing."""
+    from forensics.errors import ForensicsError
+    from forensics.replay.whatif import WhatIfRequest, whatif
+
+    R = read_version if read_version is not None else winner - 1
+    if R < 0:
+        return None
+    op = (operation or ("MERGE" if rule in ("append", "delete-read", "delete-delete") else "INSERT")).upper()
+    if rule == "txn":
+        op = "STREAMING UPDATE"
+    cond = next((c for c, _ in conditions if c and c.strip() and "#" not in c), None)  # `id#873L`: Catalyst text, no condition
+    app = sorted(log.record(winner).txn_app_ids)[0] if rule == "txn" and log.record(winner).txn_app_ids else None
+    req = WhatIfRequest(read_version=R, operation=op, predicate=cond,
+                        partitions=[{k: ("" if v is None else str(v)) for k, v in p.items()} for p in parts if p],
+                        rules="delta-rs" if family == "delta-rs" else None, until=winner, app_id=app)
+    try:
+        r = whatif(log, req, state).result
+    except ForensicsError:
+        return None
+    return req if r.verdict == "abort" and r.winning_version == winner else None
+
+
+def _schedule(log: DeltaLog, state: StateIndex, base: "WhatIfRequest | None", winner: int, advice: Advice) -> Advice | None:
+    """A different schedule: the same transaction reading the winner's version (run after it)."""
+    return replayed(log, state, base, advice, read_version=winner)
 
 
 def fixes_for_loser(log: DeltaLog, state: StateIndex, winner: int, *, rule: str | None, parts: list[dict[str, Any]],
                     loser_operation: str | None = None, family: str | None = None, file: str | None = None,
-                    partition_text: str | None = None, conditions: list[tuple[str | None, str]] = ()) -> list[Advice]:
+                    partition_text: str | None = None, conditions: list[tuple[str | None, str]] = (),
+                    base: "WhatIfRequest | None" = None, read_version: int | None = None) -> list[Advice]:
     """What the transaction that lost to `winner` by `rule` should change; `parts` are the partitions it
-    wrote (its orphan files), `conditions` its own condition(s) when known, the user's first."""
+    wrote (its orphan files), `conditions` its own condition(s) when known, the user's first. `base` is
+    the loser as replayed (else rebuilt from these facts, reading `read_version` or winner - 1); each
+    change is replayed from it against the same winners and given only when that replay commits."""
+    from forensics.predicates.advice import pinned_values
+
     rec = log.record(winner)
     wop = (rec.operation or "").upper()
     md = state.metadata_at(winner)
     pcols = list(md.partition_columns) if md else []
-    out: list[Advice] = []
     hyp_op = (loser_operation or "").upper()
+    conditions = [c for c in conditions if c[0] and c[0].strip()]
+    if base is None:
+        base = _loser_request(log, state, winner, loser_operation, rule, parts, conditions, read_version, family)
+    out: list[Advice | None] = []
     if rule == "append":
         if pcols:
             from forensics.log.schema import TableSchema
 
             col = pcols[0]
             wparts = sorted({str(p.get(col)) for p in rec.partitions_touched if p.get(col) is not None})
-            mine = sorted({str(p.get(col)) for p in parts if p.get(col) is not None})
+            # The loser's own partitions: those its own condition names, else its orphan files'. Files of
+            # another attempt in another partition are not this transaction's (its condition says so).
+            stated = pinned_values(conditions[0][0], col) if conditions else None
+            mine = sorted(stated) if stated else sorted({str(p.get(col)) for p in parts if p.get(col) is not None})
             schema = TableSchema.from_metadata(md)
             merge = hyp_op in ("", "MERGE")
-            # the winner's MERGE condition shows how the user names things only to a MERGE loser: as an
-            # example for a DELETE/UPDATE condition it reads `id = id AND ...`
-            theirs = [(logged_condition(rec.operation_parameters), f"v{winner}'s MERGE condition, as an example")] if wop == "MERGE" and merge else []
             both = sorted(set(mine) & set(wparts))
             if both:
-                out.append(Advice(
+                out.append(_schedule(log, state, base, winner, Advice(
                     f"Run the two jobs one after the other on {col} {', '.join(both)}, or retry on conflict",
                     f"the failed transaction and v{winner} both wrote {col} {', '.join(both)}: no partition predicate separates them",
-                    f"the aborted attempt's orphan files and v{winner}'s adds are in the same partition"))
-            elif mine:
-                example, names = pinned_condition([*conditions, *theirs], col, mine, schema, merge=merge)
-                out.append(Advice(
+                    f"{'its condition names' if stated else 'the aborted attempt’s orphan files are in'} {col} "
+                    f"{', '.join(mine)}; v{winner} added files in {col} {', '.join(wparts)}")))
+            elif mine and not stated:
+                example, names = pinned_condition(conditions, col, mine, schema, merge=merge)
+                added = rewrite_literal(col, mine, schema, merge=merge)
+                # what is replayed: the example itself, or (a placeholder for the user's own condition in
+                # it) the literal alone, which reads at least as much as the user's condition with it
+                out.append(replayed(log, state, base, Advice(
                     "Add a literal partition predicate to the failed transaction's condition",
                     f"so it reads only {col} {', '.join(mine)}, not v{winner}'s {col} {', '.join(wparts)}: "
                     f"{inert(example, 400)} ({names})",
                     f"the orphan files of the aborted attempt are in {col}={', '.join(mine)}; v{winner} added files in "
-                    f"{col} {', '.join(wparts)}", example))
-            else:
-                example, names = pinned_condition([*conditions, *theirs], col, ["<its partition>"], schema, merge=merge)
-                out.append(Advice(
-                    f"Give the failed transaction's condition a literal predicate on {col} for the partitions it writes",
-                    f"v{winner} added files in {col} {', '.join(wparts)}, which a read limited to other partitions would "
-                    f"not conflict with: {inert(example, 400)} ({names})",
-                    f"the text's partition hint {partition_text or '?'}", example))
+                    f"{col} {', '.join(wparts)}", example), predicate=added if "<your " in example else example))
         if rec.is_blind_append and hyp_op in ("WRITE", "INSERT"):
-            out.append(Advice("Make the failed INSERT a blind append", "do not read the target in the same transaction",
-                              f"v{winner} was itself a blind append"))
+            out.append(replayed(log, state, base, Advice(
+                "Make the failed INSERT a blind append", "do not read the target in the same transaction",
+                f"v{winner} was itself a blind append"), operation="INSERT", predicate=None))
         if rec.is_blind_append:
-            out.append(Advice("On Databricks, use WriteSerializable",
-                              f"it forgives concurrent blind appends such as v{winner}; OSS delta-spark only offers Serializable",
-                              f"v{winner} has isBlindAppend=true"))
+            out.append(replayed(log, state, base, Advice(
+                "On Databricks, use WriteSerializable",
+                f"it forgives concurrent blind appends such as v{winner}; OSS delta-spark only offers Serializable",
+                f"v{winner} has isBlindAppend=true"), rules="databricks", isolation_level="WriteSerializable"))
     if rule in ("delete-read", "delete-delete"):
         if "OPTIMIZE" in (wop, hyp_op):
-            out.append(Advice(
+            out.append(_schedule(log, state, base, winner, Advice(
                 "Run OPTIMIZE at a different time from the DML on the same partitions",
                 "or restrict it with WHERE to cold partitions; on Databricks, deletion vectors let DML and OPTIMIZE avoid this conflict",
-                f"v{winner} is {wop or '?'}" + (", and the failed transaction replays as an OPTIMIZE" if hyp_op == "OPTIMIZE" else "")))
+                f"v{winner} is {wop or '?'}" + (", and the failed transaction replays as an OPTIMIZE" if hyp_op == "OPTIMIZE" else ""))))
         else:
-            out.append(Advice(
+            out.append(_schedule(log, state, base, winner, Advice(
                 f"Keep the concurrent {wop or 'DML'} and this job on different partitions or at different times", "",
-                f"v{winner} removed {file or 'a file'} this transaction {'read' if rule == 'delete-read' else 'removed'}"))
+                f"v{winner} removed {file or 'a file'} this transaction {'read' if rule == 'delete-read' else 'removed'}")))
     if rule == "txn":
         ids = ", ".join(sorted(rec.txn_app_ids)) or "?"
-        out.append(Advice("Give each streaming query its own checkpoint location",
-                          "two instances of one query share a checkpoint",
-                          f"v{winner} committed txn appId {ids}, the same query id as the failed batch"))
+        out.append(replayed(log, state, base, Advice(
+            "Give each streaming query its own checkpoint location", "two instances of one query share a checkpoint",
+            f"v{winner} committed txn appId {ids}, the same query id as the failed batch"), app_id="its-own-query-id"))
     if rule == "metadata":
-        out.append(Advice("Run ALTER TABLE / SET TBLPROPERTIES in a maintenance window when no writer is active", "",
-                          f"v{winner} ({wop or '?'}) changed the metadata"))
+        out.append(_schedule(log, state, base, winner, Advice(
+            "Run ALTER TABLE / SET TBLPROPERTIES in a maintenance window when no writer is active", "",
+            f"v{winner} ({wop or '?'}) changed the metadata")))
     if rule == "protocol":
-        out.append(Advice("Create the table and upgrade its protocol before concurrent writers start", "",
-                          f"v{winner} carries a protocol action"))
+        out.append(_schedule(log, state, base, winner, Advice(
+            "Create the table and upgrade its protocol before concurrent writers start", "",
+            f"v{winner} carries a protocol action")))
     if family == "delta-rs" and rule in ("append", "delete-read"):
-        # conflict-rules §9: a predicate-less delta-rs write reads every file of its snapshot
-        out.append(Advice("delta-rs: pass a partition predicate, or accept SnapshotIsolation where the job tolerates it",
-                          "a write with no predicate counts every file of its snapshot as read", ""))
-    return out
+        # conflict-rules §9: delta-rs checks no concurrent adds at SnapshotIsolation
+        out.append(replayed(log, state, base, Advice(
+            "delta-rs: accept SnapshotIsolation where the job tolerates it",
+            "it does not check what concurrent commits added", f"the failed transaction ran at the table's level against v{winner}"),
+            isolation_level="SnapshotIsolation"))
+    return [a for a in out if a is not None]
+
+
+def rewrite_literal(column: str, values: list[str], schema: Any, *, merge: bool) -> str:
+    """The literal predicate on the partition column alone (`target.date = 'x'` for a MERGE, `date = 'x'` else)."""
+    from forensics.predicates import rewrite_with_partition_literal
+
+    added = rewrite_with_partition_literal("TRUE", column, values, schema).removeprefix("TRUE AND ")
+    return added if merge else _unqualified(added)

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from forensics.errors import ExitCode, ForensicsError
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 # Every command with --json, by its CLI name.
 SCHEMA_COMMANDS = ("conformance", "evidence", "explain", "explain-error", "export", "history", "replay", "sets",
                    "snapshot", "stats", "synth", "whatif")

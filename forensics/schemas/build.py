@@ -104,9 +104,12 @@ VERDICT_RENAMED = ("winningVersion", "reorderedBefore", "likelyReason")
 DEFS: dict[str, S] = {
     "Finding": obj({"code": STR, "severity": enum("info", "warning", "error"), "message": STR, "file": STR_N, "version": INT_N},
                    description="something noticed while reading (README: Findings); also printed to stderr"),
-    "Advice": obj({"title": STR, "detail": STR, "evidence": STR, "example": STR_N},
+    "Advice": obj({"title": STR, "detail": STR, "evidence": STR, "example": STR_N,
+                   "replayed": null(enum("commits", "aborts", "not replayable")), "replayedAs": STR_N},
                   description="what to change, in words, and the fact of the log or the evidence it rests on; "
-                              "`example`: the change written in the user's own SQL (aliases and column names as written), when known"),
+                              "`example`: the change written in the user's own SQL (aliases and column names as written), when known; "
+                              "`replayed`: what the replay of the change against the same winners gave (null: no concrete change, "
+                              "general advice), `replayedAs` what was replayed"),
     "Check": obj({"check": STR, "status": enum("passed", "failed", "skipped"), "reason": STR, "exception": STR_N, "file": STR_N,
                   "partition": null(PARTITION), "winnerVersion": INT_N, "reordered": BOOL, "errorClass": STR_N, "inferred": BOOL},
                  renamed=("winnerVersion", "errorClass"),
@@ -161,15 +164,29 @@ DEFS: dict[str, S] = {
         "replay": null(ref("WhatIf")), "hypothesis": STR_N, "reproduced": BOOL, "certainty": STR_N,
         "advice": arr(ref("Advice")), "why": STR, "story": arr(STR, description="the incident in a few plain lines"),
         "execution": ref("Execution"),
-    }, optional=("story", "execution"), renamed=("errorClass", "winningVersion", "winnerMatch"),
+        "candidates": arr(ref("Candidate"), description="every answer the text and the table allow, most likely first"),
+        "ambiguous": BOOL,
+    }, optional=("story", "execution", "candidates", "ambiguous"), renamed=("errorClass", "winningVersion", "winnerMatch"),
         description="a concurrency error text read, its winning commit found and the loser replayed"),
     "Tried": obj({"hypothesis": STR, "verdict": STR, "readVersion": INT}, optional=("readVersion",), renamed=("readVersion",),
                  description="a hypothesis replayed for an aborted attempt"),
+    "Candidate": obj({
+        "readVersions": arr(INT, description="[lo, hi]: the read versions that give this answer"), "winningVersion": INT,
+        "exception": STR, "rule": STR, "hypothesis": STR, "operation": STR, "rank": INT, "why": STR,
+        "partition": null(PARTITION), "file": STR_N,
+    }, description="one answer an aborted attempt's evidence allows (rank 1: the most likely)"),
+    "ContentReading": obj({
+        "kind": enum("compaction", "delete", "update", "merge", "append", "weak", "unknown"), "operations": arr(STR),
+        "sources": arr(STR), "readVersions": null(arr(INT)), "writer": STR_N, "why": STR, "predicate": STR_N,
+    }, description="what an aborted attempt's files hold, compared row by row with the committed files they can come from"),
     "Attempt": obj({
         "files": arr(STR), "partitions": arr(PARTITION), **epoch("firstSeen", False), **epoch("lastSeen", False),
         "groupedBy": STR, "concurrentVersions": arr(INT), "landedAfter": arr(INT), "likelyException": STR_N,
         "winningVersion": INT_N, "rule": STR_N, "hypothesis": STR_N, "readVersion": INT_N, "partition": null(PARTITION),
         "file": STR_N, "certainty": STR, "retryVersion": INT_N, "strayCommit": STR_N, "why": STR, "tried": arr(ref("Tried")),
+        "candidates": arr(ref("Candidate"), description="every answer the evidence allows, most likely first"),
+        "ambiguous": BOOL, "basis": arr(STR, description="each bound the answer stands on, in words"),
+        "content": null(ref("ContentReading")),
     }, renamed=("firstSeen", "lastSeen", "groupedBy", "concurrentVersions", "landedAfter", "likelyException", "winningVersion",
                 "readVersion", "retryVersion", "strayCommit"),
         description="an aborted write attempt: orphan files grouped, replayed to its most likely exception (inferred)"),
@@ -189,6 +206,18 @@ DEFS: dict[str, S] = {
         "files": obj({"placed": INT_N, "unknown": INT_N, "unknownSample": arr(STR)}, renamed=("unknownSample",)),
     }, optional=("files",), renamed=("isolationLevel", "partitionBy", "baselineCounts"),
         description="the replay under another isolation level or partitioning, diffed against the log as recorded"),
+    "NoReadVersion": obj({
+        "commits": INT, "totalCommits": INT, "firstVersion": INT, "lastVersion": INT,
+        "writers": arr(obj({"engineInfo": STR, "commits": INT})), "why": STR,
+    }, description="commits whose windows replay skipped because they record no readVersion, and who wrote them"),
+    "AttemptRow": obj({
+        "id": STR, "partitions": arr(STR), "files": INT, **epoch("firstSeen", False), **epoch("lastSeen", False),
+        "operation": STR_N, "operationFrom": enum("content", "hypothesis", "unknown"), "readVersions": null(arr(INT)),
+        "winningVersion": INT_N, "exception": STR_N, "rule": STR_N, "ambiguous": BOOL,
+        "answer": t("string", description="the winner and exception, or `one of ...` every answer the evidence leaves"),
+        "winners": arr(INT), "certainty": STR, "why": STR,
+    }, description="an aborted attempt (orphan files, never in the log) as a row of the conflict timeline, with its "
+                   "attribution (inferred; `evidence` has every candidate and its basis)"),
     "PartitionCounter": obj({"partition": STR, "commits": INT, "staleWindows": INT, "overlaps": INT, "conflicts": INT,
                              "reorders": INT, "abortedAttempts": INT, "score": INT}, renamed=("staleWindows", "abortedAttempts")),
     "FileCounter": obj({"file": STR, "conflicts": INT, "reorders": INT, "abortedAttempts": INT}, renamed=("abortedAttempts",)),
@@ -238,7 +267,11 @@ HISTORY_ROW = obj({
 STATS = obj({
     "table": STR, "fromVersion": INT_N, "toVersion": INT_N, "window": STR, "windowMs": INT,
     "totals": obj({"commits": INT, "staleWindows": INT, "conflicts": INT, "reorders": INT, "abortedAttempts": INT, "skipped": INT,
-                   "reorderedCommits": INT, "forgivenPairs": INT}, renamed=("staleWindows", "abortedAttempts")),
+                   "reorderedCommits": INT, "forgivenPairs": INT,
+                   "abortedConflicts": t("integer", description="aborted attempts the evidence attributes to a winner (not in `conflicts`)"),
+                   "abortedKnownWinner": t("integer", description="of abortedConflicts, those with one answer"),
+                   "abortedAmbiguous": t("integer", description="of abortedConflicts, those with several answers left")},
+                  renamed=("staleWindows", "abortedAttempts")),
     "windowLengths": obj({"windows": INT, "longestMs": INT_N, "longestVersion": INT_N, "medianMs": INT_N},
                          description="read->commit time of the stale windows whose read time is known (ms)"),
     "partitions": arr(ref("PartitionCounter")), "files": arr(ref("FileCounter")),
@@ -257,7 +290,8 @@ STATS = obj({
         "repeats": arr(obj({"version": INT, "previousVersion": INT, "writer": STR_N, "operation": STR_N, "partitions": arr(STR),
                             "gapMs": INT, "medianGapMs": INT, "why": STR}, renamed=("previousVersion", "gapMs", "medianGapMs"))),
         "attempts": arr(obj({"spanId": STR, "partitions": arr(STR), "winningVersion": INT_N, "exception": STR_N,
-                             "retryVersion": INT_N, "overlappingCommits": arr(INT)},
+                             "operation": STR_N, "operationFrom": enum("content", "hypothesis", "stray-commit", "unknown"),
+                             "ambiguous": BOOL, "answer": STR_N, "retryVersion": INT_N, "overlappingCommits": arr(INT)},
                             renamed=("spanId", "winningVersion", "retryVersion", "overlappingCommits"))),
     }, renamed=("metricTotals",)),
     "notes": arr(STR),
@@ -279,6 +313,7 @@ DOCUMENTS: dict[str, tuple[str, S]] = {
     "replay": ("Every concurrency window through the rules of the engine that wrote it.", obj({
         "table": STR, "rules": STR_N, "isolationLevel": STR_N, "totalCommits": INT, "windows": INT, "notConcurrent": INT,
         "counts": COUNTS, "reorderedCommits": INT, "forgivenPairs": INT, "commits": arr(ref("CommitVerdict")),
+        "noReadVersion": null(ref("NoReadVersion")), "attempts": arr(ref("AttemptRow")), "attemptsWhy": STR_N,
         "counterfactual": ref("Counterfactual"),
     }, optional=("counterfactual",), renamed=("isolationLevel", "totalCommits", "notConcurrent"))),
     "explain": ("The story of one version.", obj({

@@ -33,6 +33,7 @@ class TimelineScreen(ViewScreen):
         self.table = table
         self.rows = rows
         self.attempts: list[Any] | None = None
+        self.file_times_trusted = False  # whether the attempts' file times can be compared with commit times
         self.evidence_note = "evidence: looking for aborted attempts…"
         self.all_commits = False
 
@@ -58,7 +59,9 @@ class TimelineScreen(ViewScreen):
     def find_attempts(self) -> None:
         """Orphan data files and stray commit files, grouped into aborted attempts (`Table.evidence`)."""
         try:
-            attempts = list(self.table.evidence().attempts)
+            ev = self.table.evidence()
+            attempts = list(ev.attempts)
+            self.file_times_trusted = bool(ev.clock.trusted)  # read once the message arrives
             done = EvidenceDone(attempts, f"evidence: {len(attempts)} aborted attempt(s)")
         except Exception as e:  # noqa: BLE001 - a ForensicsError as documented, anything else with its type; the windows stand alone
             done = EvidenceDone(None, f"evidence: {error_line(e)}")
@@ -76,7 +79,7 @@ class TimelineScreen(ViewScreen):
         self._show_bars()
 
     def _show_bars(self) -> None:
-        self.query_one(TimelineView).set_bars(build_bars(self.rows, self.attempts, self.all_commits))
+        self.query_one(TimelineView).set_bars(build_bars(self.rows, self.attempts, self.all_commits, self.file_times_trusted))
 
     def on_jump_to(self, event: JumpTo) -> None:
         event.stop()

@@ -2,7 +2,8 @@
 
 Conflicts (anomalies: the rules say a winner should have aborted it) are marked ✗ at the
 winner, WriteSerializable reorders ↺ at the blind appends it was serialized before, and
-aborted attempts from evidence (orphan files, error texts) get their own bars, placed by time.
+aborted attempts from evidence (orphan files, error texts) get their own bars, placed by their
+attribution (read version to winner; file times only where they can be trusted).
 A Line-API ScrollView: only the bars on screen are drawn.
 """
 
@@ -44,8 +45,10 @@ class Bar:
                 "marks": {str(k): v[0] for k, v in self.marks.items()}, **self.detail}
 
 
-def build_bars(rows: Rows, attempts: list[Any] | None = None, all_commits: bool = False) -> list[Bar]:
-    """Bars for windows (readVersion < version-1), or every commit with a readVersion."""
+def build_bars(rows: Rows, attempts: list[Any] | None = None, all_commits: bool = False,
+               file_times_trusted: bool = False) -> list[Bar]:
+    """Bars for windows (readVersion < version-1), or every commit with a readVersion; then the
+    aborted attempts, each placed by its attribution."""
     bars: list[Bar] = []
     for i, v in enumerate(rows.version):
         r = rows.read_version[i]
@@ -64,26 +67,43 @@ def build_bars(rows: Rows, attempts: list[Any] | None = None, all_commits: bool 
                 {"exception": vi.exception if vi else None, "winningVersion": vi.winning_version if vi else None})
         )
     for a in attempts or []:
-        bars.append(attempt_bar(rows, a))
+        bars.append(attempt_bar(rows, a, file_times_trusted))
     bars.sort(key=lambda b: (b.hi, b.kind != "commit", b.lo))
     return bars
 
 
-def attempt_bar(rows: Rows, a: Any) -> Bar:
-    """An aborted attempt placed by its first/last-seen times (ms) against commit timestamps."""
-    ts = [t if t is not None else 0 for t in rows.timestamp]
+def attempt_bar(rows: Rows, a: Any, file_times_trusted: bool = False) -> Bar:
+    """An aborted attempt placed by its attribution: from the version its candidates read to the
+    winners they name (an ambiguous one across all, "one of"); without a candidate, by its file
+    times only when those can be compared with commit times."""
+    cands = list(getattr(a, "candidates", []) or [])
     first, last = getattr(a, "first_seen", None), getattr(a, "last_seen", None)
-    rv = getattr(a, "read_version", None)
-    if rv is None:
-        k = bisect.bisect_right(ts, first or 0) - 1
-        rv = rows.version[max(k, 0)] if rows.version else 0
-    k2 = bisect.bisect_left(ts, last or first or 0)
-    hi = rows.version[min(k2, len(rows.version) - 1)] if rows.version else rv
-    hi = max(hi, rv)
     exc = getattr(a, "likely_exception", None)
     parts = getattr(a, "partitions", None) or []
-    label = f"✗ attempt {safe.inert(exc or '', 16)}".rstrip()
-    return Bar("attempt", rv, hi, label, None, "aborted", {}, {"exception": exc, "partitions": parts, "firstSeen": first, "lastSeen": last})
+    detail: dict[str, Any] = {"exception": exc, "partitions": parts}
+    if cands:
+        rv = min(c.read_versions[1] for c in cands)
+        winners = list(dict.fromkeys(c.winning_version for c in cands))
+        hi = max(max(winners), rv)
+        marks = {winners[0]: ("✗", "bold red")}  # the most likely winner; the bar spans the others
+        what = "one of " + ", ".join(f"v{w}" for w in winners) if len(winners) > 1 else safe.inert(exc or "", 16)
+        detail["candidates"] = [c.to_dict() for c in cands]
+        return Bar("attempt", rv, hi, f"✗ attempt {what}".rstrip(), None, "aborted", marks, detail)
+    rv = getattr(a, "read_version", None)
+    hi = getattr(a, "winning_version", None)
+    if file_times_trusted and (rv is None or hi is None):
+        ts = [t if t is not None else 0 for t in rows.timestamp]
+        if rv is None:
+            rv = rows.version[max(bisect.bisect_right(ts, first or 0) - 1, 0)] if rows.version else 0
+        if hi is None:
+            hi = rows.version[min(bisect.bisect_left(ts, last or first or 0), len(rows.version) - 1)] if rows.version else rv
+        detail.update(firstSeen=first, lastSeen=last)  # trusted: they say when it wrote
+    rng = getattr(getattr(a, "attribution", None), "read_versions", None)
+    if rv is None:
+        rv = rng[0] if rng else (rows.version[0] if rows.version else 0)
+    if hi is None:
+        hi = min(rng[1], rows.version[-1]) if rng and rows.version else rv
+    return Bar("attempt", rv, max(hi, rv), f"✗ attempt {safe.inert(exc or '', 16)}".rstrip(), None, "aborted", {}, detail)
 
 
 class TimelineView(ScrollView, can_focus=True):

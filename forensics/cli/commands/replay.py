@@ -15,6 +15,7 @@ def add_parser(sub) -> None:
     p.add_argument("--partition-by", metavar="COL", help="counterfactual: simulate partitioning by COL (values from file stats where min == max)")
     p.add_argument("--rules", metavar="PROFILE", help="rule profile for every commit (default: chosen from each commit's engineInfo)")
     p.add_argument("--all", action="store_true", help="also list skipped windows")
+    p.add_argument("--no-evidence", action="store_true", help="leave out aborted attempts (orphan files)")
     p.set_defaults(func=run)
 
 
@@ -22,15 +23,16 @@ def run(args: argparse.Namespace) -> int:
     table = open_table(args)
     report = table.replay_report(isolation_level=args.isolation_level)
     cf = _counterfactual(args, table, report)
+    silent = table.silent_log(isolation_level=args.isolation_level, with_evidence=not args.no_evidence)
     if args.json:
-        d = report.to_dict()
+        d = {**report.to_dict(), **silent.to_dict()}
         if cf is not None:
             d["counterfactual"] = cf.to_dict()
         print_json(d, "replay")
     else:
         from forensics.cli.render import print_renderable, replay_view
 
-        print_renderable(replay_view(report, show_skipped=args.all, durations=_window_lengths(table, args)))
+        print_renderable(replay_view(report, show_skipped=args.all, durations=_window_lengths(table, args), silent=silent))
         if cf is not None:
             from forensics.cli.render import counterfactual_view
 

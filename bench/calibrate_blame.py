@@ -1,0 +1,103 @@
+"""Calibrate the ranking of an aborted attempt's candidates on differential runs, and report it on
+held-out seeds.
+
+bench/differential.py records, for every abort whose orphan files the tool found, each candidate
+the attribution gave with the ranking's inputs (whether the files' content named the operation,
+whether the winner landed after the attempt's last file, the hypothesis's place in the ladder,
+how many read versions give the answer, the read versions, the winner). This script re-orders
+those candidates under each ranking below and counts how often the first is the engine's winner
+(with the engine's exception). Choose on the calibration seeds; report on the others.
+
+    python bench/calibrate_blame.py --calibrate bench/out/cal-*.jsonl --report bench/out/held-*.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+Key = Callable[[dict], tuple]
+
+RANKINGS: dict[str, Key] = {
+    "content, late, ladder, later winner": lambda c: (not c["content"], c["late"], c["h"], -c["w"]),
+    "content, late, ladder, support, earlier winner": lambda c: (not c["content"], c["late"], c["h"], -c["support"], c["w"]),
+    "content, late, ladder, newest read": lambda c: (not c["content"], c["late"], c["h"], -c["reads"][1], c["w"]),
+    "content, late, support, ladder": lambda c: (not c["content"], c["late"], -c["support"], c["h"], c["w"]),
+    # the tool's ranking (forensics.evidence.attribution.rank_key)
+    "content, late, support, ladder, later winner": lambda c: (not c["content"], c["late"], -c["support"], c["h"], -c["w"]),
+    "content, support, late, ladder, later winner": lambda c: (not c["content"], -c["support"], c["late"], c["h"], -c["w"]),
+    "content, late, support, later winner": lambda c: (not c["content"], c["late"], -c["support"], -c["w"], c["h"]),
+    "late, support, content, ladder": lambda c: (c["late"], -c["support"], not c["content"], c["h"], -c["w"]),
+    "content, late, earlier winner": lambda c: (not c["content"], c["late"], c["w"], c["h"]),
+    "content, ladder, support (late ignored)": lambda c: (not c["content"], c["h"], -c["support"], c["w"]),
+    "ladder only": lambda c: (c["h"], -c["support"], c["w"]),
+}
+
+
+TOOL = "content, late, support, ladder, later winner"  # forensics.evidence.attribution.rank_key
+
+
+def aborts(paths: list[str]) -> list[dict]:
+    """(candidates with features, engine winner, engine exception) of every abort whose files were found."""
+    out = []
+    for p in paths:
+        for line in Path(p).read_text().splitlines():
+            rec = json.loads(line)
+            for L in rec.get("losers", []):
+                b = L.get("blame") or {}
+                if L["real"]["outcome"] != "abort" or L.get("real_winner") is None or not b.get("found") or b.get("shared_files"):
+                    continue
+                out.append({"features": b.get("features") or [], "want": (L["real_winner"], L["real"]["exception"]),
+                            "seed": rec.get("seed"), "index": rec.get("index"), "kind": L["kind"]})
+    return out
+
+
+def score(rows: list[dict], key: Key) -> dict:
+    first = among = 0
+    lengths = []
+    for r in rows:
+        cands = sorted(r["features"], key=key)
+        got = [(c["w"], c["e"]) for c in cands]
+        lengths.append(len(got))
+        first += bool(got) and got[0] == tuple(r["want"])
+        among += tuple(r["want"]) in got
+    n = len(rows)
+    ls = sorted(lengths)
+    return {"aborts": n, "first": first, "first_pct": round(100 * first / n, 1) if n else None, "among": among,
+            "among_pct": round(100 * among / n, 1) if n else None,
+            "median_length": statistics.median(ls) if ls else None, "p90_length": ls[int(0.9 * (len(ls) - 1))] if ls else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calibrate", nargs="+", required=True, help="differential JSON lines to choose the ranking on")
+    ap.add_argument("--report", nargs="*", default=[], help="held-out differential JSON lines to report it on")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+    cal = aborts(a.calibrate)
+    table = {name: score(cal, key) for name, key in RANKINGS.items()}
+    best = max(table, key=lambda n: (table[n]["first"], -list(RANKINGS).index(n)))
+    out = {"calibration": table, "chosen": best}
+    if a.report:
+        held = aborts(a.report)
+        out["held_out"] = {best: score(held, RANKINGS[best]),
+                           "tool's ranking": score(held, RANKINGS[TOOL])}
+    if a.json:
+        print(json.dumps(out, indent=1))
+        return 0
+    print(f"calibration ({len(cal)} aborts):")
+    for name, s in table.items():
+        print(f"  {name:48s} first {s['first']:4d} ({s['first_pct']}%)  among {s['among']} ({s['among_pct']}%)  "
+              f"length median {s['median_length']} p90 {s['p90_length']}")
+    print(f"chosen: {best}")
+    for name, s in (out.get("held_out") or {}).items():
+        print(f"held out, {name}: {s['aborts']} aborts, first {s['first']} ({s['first_pct']}%), among {s['among']} ({s['among_pct']}%), "
+              f"length median {s['median_length']} p90 {s['p90_length']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

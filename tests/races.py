@@ -1,0 +1,87 @@
+"""Real races through deltalake (delta-rs), written where the test says (a local path or the local
+S3 server with deltalake's safe commit mode, conditional put): the incidents of issue "Blame when
+the log is silent", with the truth each one records (who beat whom, the printed error text)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError
+
+
+@dataclass
+class Loser:
+    """A transaction the engine aborted: what it read and did, who beat it, what it printed."""
+
+    read_version: int
+    operation: str
+    sql: str
+    partition: str | None
+    winner: int
+    exception: str
+    text: str
+
+
+@dataclass
+class Race:
+    uri: str
+    storage_options: dict[str, str] = field(default_factory=dict)
+    losers: list[Loser] = field(default_factory=list)
+
+
+def _rows(ids: list[int], date: str | None) -> pa.Table:
+    cols = {"id": pa.array(ids, pa.int64()), "status": pa.array(["cancelled" if i % 3 == 0 else "ok" for i in ids])}
+    if date is not None:
+        cols["date"] = pa.array([date] * len(ids))
+    return pa.table(cols)
+
+
+def _fails(run) -> str:
+    try:
+        run()
+    except CommitFailedError as e:
+        return f"CommitFailedError: {e}"
+    raise AssertionError("the engine committed a transaction the race meant to abort")
+
+
+def two_partition_race(uri: str, so: dict[str, str] | None = None) -> Race:
+    """Partitioned by date. v0-v3 appends; two handles read v3: a DELETE commits v4, an UPDATE fails;
+    v5 an append with app transaction nightly-etl/42 and user metadata; v6, v7 appends to 2024-06-20;
+    two handles read v7: OPTIMIZE commits v8, a DELETE fails. Both texts: "added new data"."""
+    so = dict(so or {})
+    race = Race(uri, so)
+    for k in range(4):
+        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), "2024-06-19"), mode="append", partition_by=["date"],
+                        storage_options=so)
+    a, b = DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
+    a.delete("date = '2024-06-19' AND status = 'cancelled'")
+    t1 = _fails(lambda: b.update(predicate="date = '2024-06-19'", updates={"status": "'checked'"}))
+    race.losers.append(Loser(3, "UPDATE", "UPDATE t SET status = 'checked' WHERE date = '2024-06-19'", "2024-06-19", 4,
+                             "ConcurrentAppendException", t1))
+    write_deltalake(uri, _rows([100, 101], "2024-06-19"), mode="append", storage_options=so,
+                    commit_properties=CommitProperties(app_transactions=[Transaction("nightly-etl", 42)],
+                                                       custom_metadata={"userMetadata": "nightly run"}))
+    write_deltalake(uri, _rows([200, 201, 202], "2024-06-20"), mode="append", storage_options=so)
+    write_deltalake(uri, _rows([203, 204, 205], "2024-06-20"), mode="append", storage_options=so)
+    a, b = DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
+    a.optimize.compact(partition_filters=[("date", "=", "2024-06-20")])
+    t2 = _fails(lambda: b.delete("date = '2024-06-20' AND status = 'cancelled'"))
+    race.losers.append(Loser(7, "DELETE", "DELETE FROM t WHERE date = '2024-06-20' AND status = 'cancelled'", "2024-06-20", 8,
+                             "ConcurrentAppendException", t2))
+    return race
+
+
+def compaction_loses(uri: str, so: dict[str, str] | None = None) -> Race:
+    """Unpartitioned, four appends (ids 0-39); two handles read v3: DELETE id = 5 commits v4, a
+    compaction fails with "deleted data this operation read"."""
+    so = dict(so or {})
+    race = Race(uri, so)
+    for k in range(4):
+        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), None), mode="append", storage_options=so)
+    a, b = DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
+    a.delete("id = 5")
+    text = _fails(lambda: b.optimize.compact())
+    race.losers.append(Loser(3, "OPTIMIZE", "OPTIMIZE t", None, 4, "ConcurrentDeleteReadException", text))
+    return race
