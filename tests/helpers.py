@@ -74,3 +74,18 @@ def assert_text_snapshot(name: str, text: str) -> None:
     if got != want:
         diff = "".join(difflib.unified_diff(want.splitlines(True), got.splitlines(True), f"{name}.txt (stored)", f"{name}.txt (now)"))
         raise AssertionError(f"snapshot {name} differs ({UPDATE_SNAPSHOTS}=1 rewrites it after review):\n{diff}")
+
+
+def as_cloned(src: Path, dst: Path, at: float | None = None) -> Path:
+    """A copy of the table at `src` whose every file time is `at` (default now), as after `git clone`:
+    file times that say nothing about when the files were written."""
+    import os
+    import shutil
+    import time
+
+    shutil.copytree(src, dst)
+    when = time.time() if at is None else at
+    for dirpath, _dirs, files in os.walk(dst):
+        for f in files:
+            os.utime(os.path.join(dirpath, f), (when, when))
+    return dst

@@ -8,14 +8,13 @@ The truth is what the engine did (tests/races.py records it as the race runs), n
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from forensics import Table
-from tests.helpers import run_cli
+from tests.helpers import as_cloned, run_cli
 from tests.races import Race, compaction_loses, two_partition_race
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -121,15 +120,9 @@ def test_a_compaction_that_lost_is_read_from_its_rows(tmp_path):
 def test_file_times_untrusted_the_rows_still_place_it(race, tmp_path):
     """A copy (git clone, restore) loses the file times: the rows still say what each loser did and
     the versions it can have read."""
-    import shutil
     import time
 
-    dst = tmp_path / "copy"
-    shutil.copytree(race.uri, dst)
-    now = time.time() + 3600
-    for dirpath, _dirs, files in os.walk(dst):
-        for f in files:
-            os.utime(os.path.join(dirpath, f), (now, now))
+    dst = as_cloned(Path(race.uri), tmp_path / "copy", at=time.time() + 3600)
     t = Table(str(dst))
     assert not t.evidence().clock.trusted
     _check_attribution(t, Race(str(dst), {}, race.losers))

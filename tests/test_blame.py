@@ -8,15 +8,13 @@ what the files hold (forensics.evidence.footers) and from the re-run, never sile
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from forensics import Table
+from tests.helpers import as_cloned
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -26,13 +24,7 @@ WINNERS = {"a-merge-partitions": 3, "c-optimize-vs-delete": 5, "d-alter-table": 
 
 def _as_cloned(sample_logs: Path, name: str, tmp_path: Path) -> Path:
     """A copy whose every file time is now, as after `git clone`."""
-    dst = tmp_path / name
-    shutil.copytree(sample_logs / name / "table", dst)
-    now = time.time()
-    for dirpath, _dirs, files in os.walk(dst):
-        for f in files:
-            os.utime(os.path.join(dirpath, f), (now, now))
-    return dst
+    return as_cloned(sample_logs / name / "table", tmp_path / name)
 
 
 @pytest.mark.parametrize("name", sorted(WINNERS))

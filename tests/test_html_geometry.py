@@ -10,8 +10,6 @@ label overlaps another. Skips only when no Chromium binary exists.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.helpers import as_cloned
 
 REPO = Path(__file__).resolve().parent.parent
 INCIDENTS = sorted(p.name for p in (REPO / "sample_logs").iterdir() if p.is_dir() and p.name[:2] in {f"{c}-" for c in "abcdefgh"})
@@ -131,13 +131,7 @@ GEOMETRY = """(() => {
 
 def _as_cloned(sample_logs: Path, name: str, tmp_path: Path) -> Path:
     """A copy whose every file time is now, as after `git clone`."""
-    dst = tmp_path / name
-    shutil.copytree(sample_logs / name / "table", dst)
-    now = time.time()
-    for dirpath, _dirs, files in os.walk(dst):
-        for f in files:
-            os.utime(os.path.join(dirpath, f), (now, now))
-    return dst
+    return as_cloned(sample_logs / name / "table", tmp_path / name)
 
 
 def _overlap(a: dict, b: dict, slack: float = 0.5) -> bool:

@@ -104,12 +104,7 @@ def test_processes_fill_one_empty_cache(quick, tmp_path, spark):
     procs = [cli([c, str(quick), "--json"], cache) for c in cmds]
     outs = [finish(p) for p in procs]
     want = {c: _inproc(quick, c, "--no-cache") for c in set(cmds)}
-    for c, (rc, out, err) in zip(cmds, outs):
-        assert rc == 0, err
-        doc = json.loads(out)
-        if isinstance(doc, dict):
-            doc.pop("findings", None)
-        assert doc == want[c], c
+    _each_equals(cmds, outs, want)
     tables = list((cache / "tables").iterdir())
     assert len(tables) == 1 and (tables[0] / "current").is_file()
     assert not list(tables[0].glob(".tmp-*")), "a writer left a half-built generation"
@@ -160,6 +155,16 @@ def test_sigkill_during_cache_write_and_refresh(sample_logs, tmp_path, spark, ru
             shutil.move(p, log / p.name)
 
     _kill_loop(t, tmp_path, cache, seed=11, runs=runs, prepare=arrive)
+
+
+def _each_equals(cmds: list[str], outs: list[tuple[int, str, str]], want: dict) -> None:
+    """Every concurrent CLI answer exited 0 and equals the `--no-cache` one (findings aside)."""
+    for c, (rc, out, err) in zip(cmds, outs):
+        assert rc == 0, err
+        doc = json.loads(out)
+        if isinstance(doc, dict):
+            doc.pop("findings", None)
+        assert doc == want[c], c
 
 
 def _inproc(t: Path, cmd: str, *extra: str) -> object:
@@ -369,12 +374,7 @@ def test_two_tuis_and_the_cli_on_one_empty_cache(quick, tmp_path, monkeypatch, s
     print(f"{len(cmds) + 2} at once: {time.monotonic() - t0:.0f} s; TUIs: {[json.loads(o).get('how') for _, o, _ in shown if o]}")
     want = {c: _inproc(quick, c, "--no-cache") for c in {*cmds, "replay"}}  # on the test's Spark session: quicker
     print(f"no-cache answers: {time.monotonic() - t0:.0f} s")
-    for c, (rc, out, err) in zip(cmds, outs):
-        assert rc == 0, err
-        doc = json.loads(out)
-        if isinstance(doc, dict):
-            doc.pop("findings", None)
-        assert doc == want[c], c
+    _each_equals(cmds, outs, want)
     verdicts = {r["version"]: r["verdict"] for r in want["replay"]["commits"]}
     for rc, out, err in shown:
         assert rc == 0, err

@@ -13,7 +13,6 @@ import os
 import re
 import statistics
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from forensics.evidence.attempts import Attempt, Clock
 from forensics.evidence.footers import ReadBounds
 from forensics.evidence.hypotheses import (AFTER_MS, Hypothesis, _try, app_ids_of, hypotheses, partition_predicate,
-                                           retry_hypothesis, window)
+                                           retry_hypothesis, txn_app_ids, window)
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex, writer_family
 
@@ -93,18 +93,11 @@ class Attribution:
 
 def _streaming_since(log: DeltaLog) -> dict[str, int]:
     """appId -> the first version at which a streaming write of that query committed."""
-    import json
-
     out: dict[str, int] = {}
     for v, op, raw in log.commits.select(["version", "operation", "txn_app_ids"]).iter_rows():
-        if not raw or "STREAMING" not in str(op or "").upper():
-            continue
-        try:
-            ids = json.loads(raw)
-        except ValueError:
-            continue
-        for a in ids if isinstance(ids, dict) else []:
-            out.setdefault(a, v)
+        if "STREAMING" in str(op or "").upper():
+            for a in txn_app_ids(raw):
+                out.setdefault(a, v)
     return out
 
 

@@ -55,17 +55,22 @@ def partition_predicate(parts: list[dict[str, Any]]) -> str | None:
     return " OR ".join(f"({t})" for t in terms)
 
 
+def txn_app_ids(raw: str | None) -> list[str]:
+    """The txn appIds of one commit, from the commit index's JSON column ([] when none or unreadable)."""
+    if not raw:
+        return []
+    try:
+        ids = json.loads(raw)
+    except ValueError:
+        return []
+    return list(ids) if isinstance(ids, dict) else []
+
+
 def app_ids_of(log: DeltaLog, limit: int = 3) -> list[str]:
     """Streaming query ids (txn appIds) seen in the log, most recent first."""
     out: list[str] = []
     for raw in reversed(log.commits["txn_app_ids"].to_list()):
-        if not raw:
-            continue
-        try:
-            ids = json.loads(raw)
-        except ValueError:
-            continue
-        for a in ids if isinstance(ids, dict) else []:
+        for a in txn_app_ids(raw):
             if a not in out:
                 out.append(a)
         if len(out) >= limit:
