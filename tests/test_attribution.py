@@ -136,3 +136,44 @@ def test_on_s3_with_safe_commits(s3_server):
     _check_attribution(t, race)
     kinds = sorted(a.content.kind for a in t.evidence().attempts)
     assert kinds == ["delete", "update"]  # the rows were read from the store
+
+
+def test_replay_stats_and_the_report_tell_the_same_attribution(race, tmp_path):
+    """One Table: replay's attempt rows, stats' counts and pair matrix, and the HTML post-mortem all
+    carry the evidence's attribution (the same winners, the same exceptions)."""
+    t = Table(race.uri)
+    ev = {tuple(sorted(p.get("date") for p in a.partitions)): a for a in t.evidence().attempts}
+    silent = t.silent_log()
+    assert silent.no_read_version is not None and silent.no_read_version.commits > 0  # delta-rs writes none for appends
+    assert len(silent.attempts) == len(race.losers)
+    for row in silent.attempts:
+        a = ev[tuple(sorted(p.split("=", 1)[1] for p in row.partitions))]
+        assert (row.winning_version, row.exception, row.ambiguous) == (a.winning_version, a.likely_exception, a.ambiguous)
+        assert row.operation == a.candidates[0].operation and row.operation_from == "content"
+    st = t.stats_report().to_dict()
+    assert st["totals"]["abortedConflicts"] == len(race.losers)
+    assert st["totals"]["abortedKnownWinner"] + st["totals"]["abortedAmbiguous"] == len(race.losers)
+    files, _ = t.export("html", tmp_path / "report.html")
+    html = files[0].read_text()
+    for L in race.losers:
+        assert f"v{L.winner}" in html and L.exception in html
+
+
+async def test_the_tui_explain_pane_tells_the_same_attribution(race):
+    """The TUI's explain pane of each winner names the attempt it beat, as `explain` does."""
+    from tests.test_tui import SIZE, NoSpark, plain, settle
+    from tui.app import ForensicsApp
+    from tui.widgets.explain import ExplainPane
+
+    t = Table(race.uri)  # parses with the test's Spark and fills this test's cache
+    for L in race.losers:
+        lines = [line for _, line in t.explain(L.winner).lines() if line.strip()]
+        beat = next(line for line in lines if "aborted transaction" in line)
+        app = ForensicsApp(race.uri, utc=True, spark_factory=NoSpark())
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("g", "colon", *str(L.winner), "enter", "e")
+            await settle(pilot, until=lambda: "explaining" not in plain(app.query_one(ExplainPane)))
+            text = " ".join(plain(app.query_one(ExplainPane)).split())
+            assert " ".join(beat.split())[:60] in text, (beat, text[:600])
+            assert f"read v{L.read_version}" in text
