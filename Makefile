@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DEMO_TABLE ?= sample_logs/quickstart/table
 
-.PHONY: demo test install dev clean bench
+.PHONY: demo test test-live jars install dev clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,18 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	-$(BIN)/python -m forensics.runtime.jvm_archive $(DEMO_TABLE)
 	@grep -qs '"version": "3.35.0"' .cache/node/node_modules/azurite/package.json || npm install --no-save --no-audit --no-fund --prefix .cache/node azurite@3.35.0 >/dev/null || echo "warning: could not install Azurite 3.35.0 with npm; the Azure storage tests will fail under CI"
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not live"
+
+# delta-spark's jars (the artifact the installed delta-spark package names), fetched once with Maven
+# into $(JARS_DIR) (kept between runs); the live tests run delta-spark itself (forensics/runtime/delta_jvm.py).
+JARS_DIR ?= .cache/jars
+jars: $(VENV)/.installed-dev
+	@c=$$($(BIN)/python -m forensics.runtime.delta_jvm) && a=$$(echo $$c | cut -d: -f2) && v=$$(echo $$c | cut -d: -f3) && \
+	d=$(abspath $(JARS_DIR))/$$a-$$v && { test -f $$d/$$a-$$v.jar || mvn -q -f scripts/jvm/pom.xml dependency:copy-dependencies \
+	  -Ddelta.artifact=$$a -Ddelta.version=$$v -DoutputDirectory=$$d; } && echo $$d > $(JARS_DIR)/current
+
+test-live: jars
+	DELTA_FORENSICS_DELTA_JARS=$$(cat $(JARS_DIR)/current) $(BIN)/python -m pytest -q -m live
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python bench/run.py

@@ -21,8 +21,8 @@ def resolve_table_name(name: str, spark: Any) -> str:
 
         try:
             return str(DeltaTable.forName(spark, name).detail().select("location").first()[0])
-        except Exception as e:  # noqa: BLE001 - the catalog's own message, in one line
-            raise ForensicsError(ExitCode.NOT_A_TABLE, f"{name}: not a Delta table in the Spark catalog ({_first(e)})") from None
+        except Exception:  # noqa: BLE001 - registered under another provider (or unknown): the location
+            pass  # the catalog records is still the table's; asked below, with the catalog's own message
     jss = getattr(spark, "_jsparkSession", None)
     if jss is None:
         raise ForensicsError(ExitCode.USAGE, f"{name}: resolving a catalog name needs a classic SparkSession (Spark Connect "

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.runtime import heap
 from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
 from forensics.runtime.paths import cache_root
+from forensics.safe import remember_settings, scrub
 
 _lock = threading.Lock()
 _session: Any = None
@@ -28,27 +30,31 @@ def _spark_log_path() -> Path:
 
 
 class _JvmStderrToFile:
-    """Redirect fd 2 while the JVM starts so its stderr is inherited as a log file."""
+    """Redirect fd 2 (and fd 1 when asked: Ivy prints its resolution to stdout) while the JVM
+    starts, so its output is inherited as a log file."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, fds: tuple[int, ...] = (2,)):
         self.path = path
-        self.saved: int | None = None
+        self.fds = fds
+        self.saved: dict[int, int] = {}
         self.fh = None
 
     def __enter__(self):
         try:
+            sys.stdout.flush()
             sys.stderr.flush()
             self.fh = open(self.path, "ab")
-            self.saved = os.dup(2)
-            os.dup2(self.fh.fileno(), 2)
+            for fd in self.fds:
+                self.saved[fd] = os.dup(fd)
+                os.dup2(self.fh.fileno(), fd)
         except OSError:
-            self.saved = None
+            pass
         return self
 
     def __exit__(self, *exc):
-        if self.saved is not None:
-            os.dup2(self.saved, 2)
-            os.close(self.saved)
+        for fd, saved in self.saved.items():
+            os.dup2(saved, fd)
+            os.close(saved)
         if self.fh:
             self.fh.close()
         return False
@@ -66,7 +72,7 @@ def _local_conf(builder: Any, java: JavaInfo) -> Any:
         .config("spark.sql.files.maxPartitionBytes", str(64 * 1024 * 1024))
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.adaptive.enabled", "true")
-        .config("spark.driver.memory", os.environ.get("DELTA_FORENSICS_DRIVER_MEMORY", "2g"))
+        .config("spark.driver.memory", heap.planned_memory())  # sized from the listing (runtime/heap.py)
         .config("spark.sql.parquet.enableVectorizedReader", "true")
         .config("spark.sql.jsonGenerator.ignoreNullFields", "false")
         .config("spark.driver.extraJavaOptions", driver_java_options(java))
@@ -90,6 +96,7 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
     the user's Spark settings (`--conf`, a profile's spark_conf), applied when the session starts."""
     global _session, _session_key
     key = (master, remote)
+    remember_settings({**(conf or {}), "master": master or "", "remote": remote or ""})  # a `;token=` is never shown
     with _lock:
         if _session is not None:
             _late_settings(_session, key, conf)
@@ -105,27 +112,60 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
             try:
                 _session = builder.getOrCreate()
             except Exception as e:  # noqa: BLE001 - report, do not trace
-                raise ForensicsError(ExitCode.SPARK, f"cannot reach Spark Connect at {remote}: {_first_line(e)}") from e
+                raise ForensicsError(ExitCode.SPARK, f"cannot reach Spark Connect at {scrub(remote)}: {scrub(_first_line(e))}") from None
             _session_key = key
+            heap.note_session(_session, key)
             return _session
         java = check_java()
-        builder = SparkSession.builder.appName("delta-forensics").master(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"))
-        builder = _local_conf(builder, java)
-        for k, v in (conf or {}).items():  # the user's settings last: they win over ours
-            builder = builder.config(k, v)
-        try:
-            with _JvmStderrToFile(_spark_log_path()):
-                _session = builder.getOrCreate()
-        except Exception as e:  # noqa: BLE001
-            raise ForensicsError(
-                ExitCode.SPARK, f"Spark failed to start ({_first_line(e)}); see {_spark_log_path()}"
-            ) from e
+        heap.plan_start(conf or {})  # the heap the listing asked for, or a one-line refusal
+        _session = _start_local(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"), java, conf or {})
         try:
             _session.sparkContext.setLogLevel("ERROR")
         except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
             pass
         _session_key = key
+        heap.note_session(_session, key)
         return _session
+
+
+def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:
+    """Start the tool's own session, with Delta's JVM side when it can be had (forensics/runtime/
+    delta_jvm.py); a start that fails only because of it is retried without it, said once."""
+    from pyspark.sql import SparkSession
+
+    from forensics.runtime import delta_jvm
+
+    delta = delta_jvm.plan(master, conf)
+    if not delta.active and delta.coordinate:
+        delta_jvm.say_once(delta.coordinate, delta.reason)
+    elif not delta.active and "not installed" in delta.reason:
+        delta_jvm.say_once("delta-spark", delta.reason)
+
+    def build(extra: dict[str, str]) -> Any:
+        builder = _local_conf(SparkSession.builder.appName("delta-forensics").master(master), java)
+        for k, v in {**conf, **extra}.items():  # the user's settings after ours (Delta's already merged with them)
+            builder = builder.config(k, v)
+        with _JvmStderrToFile(_spark_log_path(), (1, 2) if extra else (2,)):
+            return builder.getOrCreate()
+
+    try:
+        if delta.active:
+            try:
+                session = build(delta.settings)
+            except Exception as e:  # noqa: BLE001 - Ivy could not resolve, or the jars do not load
+                delta_jvm.remember(delta, None, ok=False)
+                delta_jvm.say_once(str(delta.coordinate), f"{_first_line(e)}; see {_spark_log_path()}")
+                return build({})
+            ok = delta_jvm.loaded(session)
+            delta_jvm.remember(delta, session, ok)
+            if not ok:
+                delta_jvm.say_once(str(delta.coordinate), "its classes did not load")
+            return session
+        return build({})
+    except Exception as e:  # noqa: BLE001
+        raise ForensicsError(
+            ExitCode.SPARK, f"Spark failed to start ({_first_line(e)}); see {_spark_log_path()}"
+        ) from e
 
 
 def _late_settings(session: Any, key: tuple[str | None, str | None], conf: dict[str, str] | None) -> None:
@@ -151,16 +191,14 @@ def _late_settings(session: Any, key: tuple[str | None, str | None], conf: dict[
 
 def _describe(key: tuple[str | None, str | None] | None) -> str:
     master, remote = key or (None, None)
-    return f"Spark Connect {remote}" if remote else f"master {master or 'local (default)'}"
+    return scrub(f"Spark Connect {remote}" if remote else f"master {master or 'local (default)'}")
 
 
 def delta_jvm_available(spark: Any) -> bool:
     """Whether delta-spark's JVM classes are on the classpath (optional; only used for cross-checks)."""
-    try:
-        spark._jvm.java.lang.Class.forName("io.delta.sql.DeltaSparkSessionExtension")  # noqa: SLF001
-        return True
-    except Exception:  # noqa: BLE001
-        return False
+    from forensics.runtime.delta_jvm import loaded
+
+    return loaded(spark)
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,0 +1,177 @@
+"""Delta's own engine, live: delta-spark's JVM side found the way its users find it, races through
+delta-spark's own transactions compared with the tool, and delta-spark's snapshot beside ours.
+
+The `live` tests run under `make test-live`, which fetches delta-spark's jars with Maven first
+(scripts/jvm/pom.xml) and hands them over as DELTA_FORENSICS_DELTA_JARS; the suite's `spark`
+session then starts with Delta's extension and catalog (static settings, set at start).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from forensics.runtime import delta_jvm
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = 20261126
+RACES = range(0, 24)  # the first 24 races of the seed-20261126 runs (FIDELITY.md)
+
+
+@pytest.fixture(scope="module")
+def delta_spark(spark):
+    if not delta_jvm.loaded(spark):
+        pytest.fail("delta-spark's JVM classes are not on the classpath: run `make test-live` (it fetches them)")
+    return spark
+
+
+# ---- the plan: pure Python, no JVM --------------------------------------------------------------
+
+
+def test_coordinate_is_the_one_delta_spark_names():
+    from pyspark import __version__ as spark_version
+
+    import importlib.metadata as md
+
+    spark_mm = ".".join(spark_version.split(".")[:2])
+    assert delta_jvm.delta_coordinate() == f"io.delta:delta-spark_{spark_mm}_2.13:{md.version('delta-spark')}"
+
+
+def test_cluster_and_off_keep_their_own_jars(monkeypatch):
+    monkeypatch.delenv("DELTA_FORENSICS_DELTA_JARS", raising=False)
+    assert not delta_jvm.plan("spark://host:7077", {}).active
+    assert not delta_jvm.plan("yarn", {}).active
+    monkeypatch.setenv("DELTA_FORENSICS_DELTA", "off")
+    assert not delta_jvm.plan(None, {}).active
+
+
+def test_user_settings_are_kept(monkeypatch, tmp_path):
+    monkeypatch.delenv("DELTA_FORENSICS_DELTA_JARS", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    conf = {"spark.jars.packages": "org.example:thing_2.13:1.0", "spark.sql.extensions": "org.example.Ext",
+            "spark.jars.repositories": "https://repo.example.invalid/maven"}
+    p = delta_jvm.plan(None, conf)
+    assert p.settings["spark.jars.packages"] == f"{p.coordinate},org.example:thing_2.13:1.0"
+    assert p.settings["spark.sql.extensions"] == f"org.example.Ext,{delta_jvm.EXTENSION}"
+    assert "spark.jars.repositories" not in p.settings  # Spark reads the user's own setting as given
+    own = delta_jvm.plan(None, {"spark.jars.packages": "io.delta:delta-spark_2.13:3.2.0"})
+    assert own.settings["spark.jars.packages"] == "io.delta:delta-spark_2.13:3.2.0"  # the user's Delta wins
+
+
+# ---- the session: found, or said once ----------------------------------------------------------
+
+
+def _cli(args: list[str], env: dict[str, str], timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forensics.cli.main", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.mark.live
+def test_unresolvable_delta_says_once_and_works_as_before(tmp_path, sample_logs):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache"), "DELTA_FORENSICS_CACHE_DIR": str(tmp_path / "c"),
+           "DELTA_FORENSICS_DELTA_PACKAGE": "io.delta:delta-spark_0.0_2.13:0.0.0"}
+    env.pop("DELTA_FORENSICS_DELTA_JARS", None)
+    table = str(sample_logs / "quickstart" / "table")
+    first = _cli(["history", table, "--conf", f"spark.jars.ivy={tmp_path / 'ivy'}"], env)
+    assert first.returncode == 0, first.stderr
+    said = [ln for ln in first.stderr.splitlines() if "Delta's JVM side" in ln]
+    assert len(said) == 1 and "io.delta:delta-spark_0.0_2.13:0.0.0" in said[0], first.stderr
+    assert "WRITE" in first.stdout  # the history, as without Delta
+    # Not asked for again on the next run (remembered in the user's cache): said once more, no Ivy.
+    env["DELTA_FORENSICS_CACHE_DIR"] = str(tmp_path / "c2")
+    second = _cli(["history", table], env)
+    assert second.returncode == 0 and "WRITE" in second.stdout
+    assert [ln for ln in second.stderr.splitlines() if "Delta's JVM side" in ln][0].count("could not be resolved the last time") == 1
+
+
+@pytest.mark.live
+def test_user_ivy_settings_resolve_once_into_their_cache(tmp_path):
+    """The user's `spark.jars.ivySettings` and `spark.jars.ivy` are honoured; what Ivy resolved is
+    used directly by the next start (no repository asked)."""
+    settings = tmp_path / "ivysettings.xml"
+    settings.write_text('<ivysettings><settings defaultResolver="central"/><resolvers>'
+                        '<ibiblio name="central" m2compatible="true"/></resolvers></ivysettings>')
+    ivy = REPO / ".cache" / "ivy"  # kept between runs like .cache/jars: resolved once
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "user-cache"), "DELTA_FORENSICS_CACHE_DIR": str(tmp_path / "c")}
+    env.pop("DELTA_FORENSICS_DELTA_JARS", None)
+    probe = ("from forensics.runtime.spark import get_spark\nfrom forensics.runtime.delta_jvm import loaded\n"
+             "import json, sys\ns = get_spark(conf=json.loads(sys.argv[1]))\nprint(loaded(s))\n"
+             "print(s.sparkContext.getConf().get('spark.jars', ''))\n")
+    import json
+
+    conf = {"spark.jars.ivySettings": str(settings), "spark.jars.ivy": str(ivy)}
+    one = subprocess.run([sys.executable, "-c", probe, json.dumps(conf)], capture_output=True, text=True, env=env, timeout=900)
+    assert one.returncode == 0, one.stderr
+    loaded, jars = one.stdout.splitlines()[:2]
+    assert loaded == "True" and f"{ivy}/jars/io.delta_delta-spark_" in jars, one.stdout + one.stderr
+    assert "Delta's JVM side" not in one.stderr
+    env["DELTA_FORENSICS_CACHE_DIR"] = str(tmp_path / "c2")
+    two = subprocess.run([sys.executable, "-c", probe, "{}"], capture_output=True, text=True, env=env, timeout=900)
+    assert two.stdout.splitlines()[0] == "True", two.stderr
+    assert ":: resolving dependencies" not in (tmp_path / "c2" / "spark.log").read_text(errors="replace")
+
+
+# ---- races through delta-spark's own transactions ------------------------------------------------
+
+
+@pytest.mark.live
+def test_live_races_agree(delta_spark):
+    sys.path.insert(0, str(REPO))
+    from bench.differential_spark import Engine, gen_spec, run_race
+
+    eng = Engine(delta_spark)
+    seen, wrong = Counter(), []
+    for i in RACES:
+        work = Path(tempfile.mkdtemp(prefix=f"live-race-{i}-"))
+        try:
+            r = run_race(eng, gen_spec(SEED, i), work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        real = r["real"]
+        seen[real.get("exception") or real["outcome"]] += 1
+        if r["agree"] is not True:
+            wrong.append((i, real, r["loser"].get("reasons") or r["loser"].get("skipped")))
+    assert not wrong, wrong
+    assert seen["commit"] and sum(v for k, v in seen.items() if k.endswith("Exception")) >= 5, seen
+    assert len([k for k in seen if k.endswith("Exception")]) >= 2, seen
+
+
+# ---- delta-spark's snapshot and history beside ours ----------------------------------------------
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("name", ["quickstart", "a-merge-partitions", "c-optimize-vs-delete", "d-alter-table",
+                                  "e-streaming-shared-checkpoint", "busy"])
+def test_snapshot_matches_delta_spark(delta_spark, sample_logs, name):
+    from pyspark.sql import DataFrame
+
+    from forensics import Table
+
+    src = sample_logs / name / "table"
+    with tempfile.TemporaryDirectory() as tmp:  # delta-spark may write a checksum or a log cache: a copy
+        path = Path(tmp) / "table"
+        shutil.copytree(src, path)
+        t = Table(str(path))
+        jvm = delta_spark._jvm  # noqa: SLF001
+        log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(delta_spark._jsparkSession, str(path))  # noqa: SLF001
+        none = jvm.scala.Option.empty()
+        for v in t.versions[-3:]:
+            theirs = log.getSnapshotAt(v, none, none, False)
+            ours = t.snapshot(v)
+            files = {r["path"] for r in DataFrame(theirs.allFiles().toDF(), delta_spark).select("path").collect()}
+            assert {f.path for f in ours.files} == files, (name, v)
+            p = theirs.protocol()
+            assert (ours.protocol.min_reader_version, ours.protocol.min_writer_version) == (p.minReaderVersion(), p.minWriterVersion())
+            m = theirs.metadata()
+            assert ours.metadata.id == m.id() and ours.metadata.schema_string == m.schemaString()
+            assert list(ours.metadata.partition_columns) == list(jvm.scala.jdk.javaapi.CollectionConverters.asJava(m.partitionColumns()))
+        history = delta_spark.sql(f"DESCRIBE HISTORY delta.`{path}`").select("version", "operation").collect()
+        ours_h = {int(r["version"]): r["operation"] for r in t.history().to_dicts()}
+        assert {int(r["version"]): r["operation"] for r in history} == {v: ours_h[v] for v in ours_h if v in {int(r["version"]) for r in history}}
