@@ -351,6 +351,7 @@ async def test_timeline(cached, name):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("t")
+        await settle(pilot)  # the attempts arrive with the evidence, after the commits' bars
         assert isinstance(app.screen, TimelineScreen)
         view = app.screen.query_one(TimelineView)
         commits = [b for b in view.bars if b.kind == "commit"]
@@ -362,9 +363,13 @@ async def test_timeline(cached, name):
                 assert "↺" in view.bar_text(view.bars.index(b))
             if vi is not None and vi.verdict == "anomaly" and vi.winning_version is not None:
                 assert "✗" in view.bar_text(view.bars.index(b))
-        await pilot.press("G", "enter")
+        await pilot.press("G")
+        chosen = view.selected
+        assert chosen is view.bars[-1]
+        await pilot.press("enter")
+        await settle(pilot)
         assert not isinstance(app.screen, TimelineScreen)
-        assert versions(app).current_version == view.bars[-1].version
+        assert versions(app).current_version == chosen.target  # an attempt opens its most likely winner
 
 
 async def test_conflict_matrix(cached):

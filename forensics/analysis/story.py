@@ -337,7 +337,9 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
     lines = [StoryLine("this", this, "bold")]
 
     other_v = v.winning_version if v.verdict == "anomaly" else (v.reordered_before[0] if v.reordered_before else None)
-    d = e.defeated[0] if e.defeated and v.verdict in ("clean", "skipped") else None
+    # an attempt this version beat for sure before one it is only a lower-ranked answer for
+    defeated = sorted(e.defeated, key=_is_alternative)
+    d = defeated[0] if defeated and v.verdict in ("clean", "skipped") else None
     if other_v is not None:
         orec = e.commits.get(other_v)
         landed = "first" if v.verdict == "anomaly" else "in between"
@@ -361,8 +363,9 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
     else:
         none = "nothing: no conflict" if v.verdict == "clean" else "nothing the log can ground"
     lines.append(_fix_line(e.advice, none))
-    for extra in e.defeated[1:] if d is not None else e.defeated:
-        lines.append(StoryLine("more", "It also beat " + _defeated_words(e, extra, lead="")))
+    for extra in defeated[1:] if d is not None else defeated:
+        lead = "It may also have beaten " if _is_alternative(extra) else "It also beat "
+        lines.append(StoryLine("more", lead + _defeated_words(e, extra, lead="")))
     sides = [(V, rec)] + ([(other_v, e.commits.get(other_v))] if other_v is not None else [])
     if d is not None and d.retry_version is not None:
         sides.append((d.retry_version, e.commits.get(d.retry_version)))
@@ -375,7 +378,14 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
     return lines[:1] + ([basis] if basis else []) + lines[1:] + ([w] if w else [])
 
 
+def _is_alternative(d: Any) -> bool:
+    """A defeated attempt this version is only a lower-ranked answer for (forensics.evidence.defeated)."""
+    return (d.why or "").startswith("one of ")
+
+
 def _defeated_words(e: Any, d: Any, lead: str = "It beat ") -> str:
+    if lead == "It beat " and _is_alternative(d):
+        lead = "It may have beaten "
     retry = e.commits.get(d.retry_version) if d.retry_version is not None else None
     op = retry.operation if retry is not None and retry.operation else None
     what = f"an aborted {op}" if op else "an aborted transaction"
@@ -391,6 +401,9 @@ def _defeated_words(e: Any, d: Any, lead: str = "It beat ") -> str:
         text += f"; its re-run landed as v{d.retry_version}"
     elif d.hypothesis:
         text += f"; most likely it {in_words(d.hypothesis)}"
+    if _is_alternative(d):
+        text += f" ({in_words(d.why.split(': ', 1)[0].split(' (the most likely', 1)[0])}; its most likely winner is " \
+                f"{d.why.split('the most likely is ', 1)[1].split(';', 1)[0]})" if "the most likely is " in d.why else ""
     return text + "."
 
 

@@ -66,7 +66,8 @@ def defeated_attempts(
     if error_file:
         out += _from_error_text(log, version, error_file, state, evidence)
     if evidence is not None:
-        out += _from_evidence(version, evidence)
+        # attempts whose most likely winner is this version first: their advice and story lead
+        out += sorted(_from_evidence(version, evidence), key=lambda d: (d.why or "").startswith("one of "))
     return out
 
 

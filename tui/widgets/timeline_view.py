@@ -40,6 +40,13 @@ class Bar:
     marks: dict[int, tuple[str, str]] = field(default_factory=dict)  # version -> (char, style)
     detail: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def target(self) -> int | None:
+        """The version Enter opens: the commit, or an aborted attempt's most likely winner (✗)."""
+        if self.version is not None:
+            return self.version
+        return next((v for v, (ch, _) in self.marks.items() if ch == "✗"), None)
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "version": self.version, "readVersion": self.lo, "end": self.hi, "verdict": self.verdict,
                 "marks": {str(k): v[0] for k, v in self.marks.items()}, **self.detail}
@@ -185,7 +192,7 @@ class TimelineView(ScrollView, can_focus=True):
 
     def action_open(self) -> None:
         if self.bars:
-            self.post_message(JumpTo(self.bars[self.cursor].version))
+            self.post_message(JumpTo(self.bars[self.cursor].target))
 
     @property
     def selected(self) -> Bar | None:
