@@ -8,6 +8,7 @@ The truth is what the engine did (tests/races.py records it as the race runs), n
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -177,3 +178,22 @@ async def test_the_tui_explain_pane_tells_the_same_attribution(race):
             text = " ".join(plain(app.query_one(ExplainPane)).split())
             assert " ".join(beat.split())[:60] in text, (beat, text[:600])
             assert f"read v{L.read_version}" in text
+
+
+def test_attributions_are_kept_with_the_parse_and_verbose_says_why(race, monkeypatch):
+    """README: attributions are computed once per table version and kept in the cache (a second run
+    reads them back, the same answer as a --no-cache run); `evidence --verbose` adds the reasoning."""
+    cache = Path(os.environ["DELTA_FORENSICS_CACHE_DIR"])
+    code, first, _ = run_cli(["evidence", race.uri, "--json", "-q"])
+    assert code == 0
+    kept = list(cache.glob("tables/*/attributions/*.json"))
+    assert len(kept) == len(race.losers)
+    stamp = {p: p.stat().st_mtime_ns for p in kept}
+    code, second, _ = run_cli(["evidence", race.uri, "--json", "-q"])
+    assert code == 0 and second == first
+    assert {p: p.stat().st_mtime_ns for p in kept} == stamp  # read back, not recomputed
+    code, fresh, _ = run_cli(["evidence", race.uri, "--json", "-q", "--no-cache"])
+    assert code == 0 and fresh == first
+    _, plain, _ = run_cli(["evidence", race.uri, "-q"])
+    _, verbose, _ = run_cli(["evidence", race.uri, "-q", "--verbose"])
+    assert "why: inferred" not in plain and verbose.count("why: inferred") == len(race.losers)
