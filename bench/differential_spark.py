@@ -5,7 +5,9 @@ version R through delta-spark's own API over py4j (`DeltaLog.forTable(spark, pat
 .startTransaction()`, reads registered with `filterFiles(...)` the way delta-spark's
 OptimisticTransactionSuite does), commits one to three winners through SQL (INSERT, DELETE,
 UPDATE, MERGE, OPTIMIZE, ZORDER BY, REPLACE WHERE, SET TBLPROPERTIES, ADD COLUMNS, streaming-style
-writes with txnAppId/txnVersion, ADD CONSTRAINT and change data feed, which raise the protocol), then commits the loser (`txn.commit(actions, operation)`):
+writes with txnAppId/txnVersion, ADD CONSTRAINT and change data feed, which raise the protocol), then
+writes the loser's files (`txn.writeFiles`, as a job writes at its end) and commits it
+(`txn.commit(actions, operation)`):
 delta-spark runs its own conflict checker and either commits at V or throws. The real outcome,
 exception class and text are compared with the tool, through `check_loser` of
 bench/differential.py (the delta-rs runner; one comparison for both engines):
@@ -14,6 +16,14 @@ bench/differential.py (the delta-rs runner; one comparison for both engines):
    the exception, the winning version (delta-spark names it: `Conflicting commit: {"version":N`).
 2. For an abort, `Table(path).explain_error(text)`, with and without what the failed job knows.
 3. For a committed loser at V: `Table(path).explain(V)` and `replay()` must not call it an anomaly.
+4. For an abort: the exception object itself (`delta.exceptions.captured.*`, as py4j hands it over) to
+   `explain_error`, and the loser's files (written with `writeFiles` before the commit, left behind
+   as orphans like a failed job's) in `Table(path).evidence()`: is the engine's winner the first
+   candidate, among them (check 4 of bench/differential.py; the run's summary has the blame figures).
+
+Each starting table is built once through SQL and copied for every race that starts from it
+(`Templates`; `--rebuild` builds every race's own). Statement races from two threads are in
+bench/differential_spark_threads.py.
 
 Loser kinds (each one delta-spark's own read and write pattern for that operation): a blind INSERT,
 an INSERT that read the table first (`readWholeTable`), DELETE and UPDATE (files from `filterFiles(pred)`
@@ -45,7 +55,8 @@ REPO = HERE.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.differential import check_loser  # noqa: E402 - one comparison for both engines
+from bench.differential import (  # noqa: E402 - one comparison for both engines
+    Summary, _err, _err_class, _short_explain, check_blame, check_loser, data_files)
 
 PARTS = ("a", "b", "c")
 LOSER_KINDS = ("insert", "insert_read", "delete", "update", "replace_where", "stream")
@@ -117,7 +128,11 @@ def gen_spec(seed: int, index: int, winner_kinds: tuple[str, ...] = WINNER_KINDS
 
 
 SPEED = {"spark.sql.shuffle.partitions": "1", "spark.databricks.delta.snapshotPartitions": "1",
-         "spark.sql.adaptive.enabled": "false", "spark.databricks.delta.checkpointInterval": "1000"}
+         "spark.sql.adaptive.enabled": "false", "spark.databricks.delta.checkpointInterval": "1000",
+         # tiny tables: compiling generated code costs more than interpreting a few rows
+         "spark.sql.codegen.wholeStage": "false",
+         # MERGE's source is a local view that cannot change under it: no materialisation job
+         "spark.databricks.delta.merge.materializeSource": "none"}
 
 # =============================================================================================
 # The engine: Spark SQL for setup and winners, delta-spark's transaction API for the loser
@@ -176,7 +191,8 @@ class Engine:
 def setup_table(eng: Engine, path: str, spec: dict) -> int:
     part = spec["partitioned"]
     cols = "id INT, v INT" + (", p STRING" if part else "")
-    eng.sql(f"CREATE TABLE delta.`{path}` ({cols}) USING delta" + (" PARTITIONED BY (p)" if part else ""))
+    props = " TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')" if spec.get("dv") else ""
+    eng.sql(f"CREATE TABLE delta.`{path}` ({cols}) USING delta" + (" PARTITIONED BY (p)" if part else "") + props)
     for b in range(spec["batches"]):
         ids = list(range(b * 10, b * 10 + 10, 3))
         parts = [PARTS[(b + j) % 3] for j in range(len(ids))]
@@ -184,6 +200,32 @@ def setup_table(eng: Engine, path: str, spec: dict) -> int:
     if spec.get("stream_setup"):
         _stream_write(eng, path, {"app": "app-1", "ids": [500], "part": "a"}, part, version=0)
     return _latest(path)
+
+
+class Templates:
+    """Each starting table (partitioned or not, its batches, a streaming write or not) built once through
+    SQL and copied for every race that starts from it: the copy is the same log and files a fresh build
+    would write (other ids and times), without the five to eight Spark jobs per race."""
+
+    def __init__(self, eng: Engine, root: Path | None = None):
+        self.eng = eng
+        self.root = root or Path(tempfile.mkdtemp(prefix="dspark-templates-"))
+        self.built: dict[tuple, tuple[Path, int]] = {}
+
+    def key(self, spec: dict) -> tuple:
+        return (spec["partitioned"], spec["batches"], bool(spec.get("stream_setup")), bool(spec.get("dv")))
+
+    def copy(self, spec: dict, path: str) -> int:
+        k = self.key(spec)
+        if k not in self.built:
+            src = self.root / "-".join(str(x) for x in k)
+            self.built[k] = (src, setup_table(self.eng, str(src), spec))
+        src, R = self.built[k]
+        shutil.copytree(src, path)  # file times kept: the log's commit times are the template's
+        return R
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
 
 
 def _latest(path: str) -> int:
@@ -230,7 +272,8 @@ def run_winner(eng: Engine, path: str, op: dict, partitioned: bool) -> None:
 
 
 def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> dict:
-    """Start the loser's transaction at R and do its reads and writes (nothing committed yet)."""
+    """Start the loser's transaction at R and do its reads; its writes (`writeFiles`) wait for
+    `write_loser`, after the winners, as a job writes its files at its end, just before it commits."""
     from pyspark.sql import functions as F
 
     log = eng.delta.DeltaLog.forTable(eng.spark._jsparkSession, path)  # noqa: SLF001
@@ -243,8 +286,11 @@ def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> 
     W = eng.cls("DeltaOperations$Write")
     mode = eng.jvm.org.apache.spark.sql.SaveMode
 
+    pending: list = []
+
     def write(df) -> list:
-        return list(eng.jvm.scala.jdk.javaapi.CollectionConverters.asJava(txn.writeFiles(df._jdf)))
+        pending.append(df)
+        return []
 
     def removed_by(pred: str) -> tuple[list, list[str]]:
         files = list(eng.jvm.scala.jdk.javaapi.CollectionConverters.asJava(
@@ -286,7 +332,14 @@ def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> 
         actions.append(eng.delta.actions.SetTransaction(op["app"], int(last) + 1, eng.some(int(time.time() * 1000))))
         om = eng.jvm.org.apache.spark.sql.streaming.OutputMode.Append()
         jop = eng.cls("DeltaOperations$StreamingUpdate")(om, "query-" + op["app"], int(last) + 1, eng.none())
-    return {"txn": txn, "actions": actions, "op": jop}
+    return {"txn": txn, "actions": actions, "op": jop, "pending": pending}
+
+
+def write_loser(eng: Engine, started: dict) -> None:
+    """The loser's data files, written by its own transaction (`writeFiles`), not committed yet."""
+    conv = eng.jvm.scala.jdk.javaapi.CollectionConverters
+    for df in started.pop("pending"):
+        started["actions"] = list(conv.asJava(started["txn"].writeFiles(df._jdf))) + started["actions"]
 
 
 def _partition_only(pred: str) -> bool:
@@ -301,19 +354,25 @@ def commit_loser(eng: Engine, started: dict) -> dict:
         v = started["txn"].commit(eng.seq(started["actions"]), started["op"])
         return {"outcome": "commit", "version": int(v)}
     except Exception as e:  # noqa: BLE001 - the engine's exception, as py4j or delta-spark's Python side hands it over
-        java = getattr(e, "java_exception", None)
-        if java is None:
-            java = getattr(e, "_origin", None)
-        if java is not None:
-            name, message = str(java.getClass().getSimpleName()), str(java.getMessage())
-        elif type(e).__module__.startswith(("delta.", "pyspark.")):  # converted: the class keeps the Java name
-            name, message = type(e).__name__, str(getattr(e, "_desc", None) or e)
-        else:
-            return {"outcome": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
-        conc = "Concurrent" in name or name in ("MetadataChangedException", "ProtocolChangedException")
-        return {"outcome": "abort" if conc else "error", "exception": name, "message": message}
+        return read_exception(e)
     finally:
         eng.spark.conf.set("spark.databricks.delta.history.metricsEnabled", "true")
+
+
+def read_exception(e: BaseException) -> dict:
+    """What delta-spark threw: its class and message (the Java exception, or the Python class that
+    keeps the Java name), "abort" for a concurrency conflict; the object itself under `_exception`."""
+    java = getattr(e, "java_exception", None)
+    if java is None:
+        java = getattr(e, "_origin", None)
+    if java is not None:
+        name, message = str(java.getClass().getSimpleName()), str(java.getMessage())
+    elif type(e).__module__.startswith(("delta.", "pyspark.")):  # converted: the class keeps the Java name
+        name, message = type(e).__name__, str(getattr(e, "_desc", None) or e)
+    else:
+        return {"outcome": "error", "message": f"{type(e).__name__}: {e}"[:2000]}
+    conc = "Concurrent" in name or name in ("MetadataChangedException", "ProtocolChangedException")
+    return {"outcome": "abort" if conc else "error", "exception": name, "message": message, "_exception": e}
 
 
 WINNER_RE = re.compile(r'committed at version (\d+)|Conflicting commit:\s*\{.*?"version"\s*:\s*(\d+)', re.S)
@@ -355,14 +414,12 @@ def comparable(op: dict) -> bool:
 # =============================================================================================
 
 
-def run_race(eng: Engine, spec: dict, workdir: Path) -> dict:
-    from forensics import Table
-
+def run_race(eng: Engine, spec: dict, workdir: Path, templates: Templates | None = None) -> dict:
     path = str(workdir / "table")
     part = spec["partitioned"]
     out: dict[str, Any] = {"spec": spec}
     clock = [time.time()]
-    R = setup_table(eng, path, spec)
+    R = templates.copy(spec, path) if templates else setup_table(eng, path, spec)
     started = start_loser(eng, path, spec["loser"], part, R)
     for w in spec["winners"]:
         try:
@@ -370,21 +427,56 @@ def run_race(eng: Engine, spec: dict, workdir: Path) -> dict:
         except Exception as e:  # noqa: BLE001 - a winner the engine refused is recorded, not raced
             w["failed"] = str(e).splitlines()[0][:200]
     until = _latest(path)
+    before = data_files(path)
+    write_loser(eng, started)
+    written = sorted(data_files(path) - before)  # the loser's own files: orphans if it aborts
     real = commit_loser(eng, started)
     clock.append(time.time())
-    out["real"] = real
-    L: dict[str, Any] = {"real": real, "read_version": R, "until": until,
+    L: dict[str, Any] = {"real": real, "read_version": R, "until": until, "files_written": written,
                          "whatif_request": whatif_request(spec["loser"], part),
                          "real_winner": named_winner(real.get("message", ""), path) if real["outcome"] == "abort" else None}
-    if until == R:
+    compare(L, path, comparable(spec["loser"]))
+    out["real"] = real
+    out["loser"] = {k: v for k, v in L.items() if k != "real"}
+    clock.append(time.time())
+    out["seconds"] = {"engine": round(clock[1] - clock[0], 2), "tool": round(clock[2] - clock[1], 2)}
+    out["agree"] = L["agree"]
+    return out
+
+
+def compare(L: dict, path: str, whatif_comparable: bool = True) -> None:
+    """Every answer of the tool on this race against what delta-spark did: whatif, explain-error (the
+    text alone, with the job's facts, the exception object), explain V and replay of a committed loser,
+    and the aborted loser's orphan files in `evidence` (check 4 of bench/differential.py)."""
+    from forensics import Table
+
+    real = L["real"]
+    exc = real.pop("_exception", None)  # the live object: not recorded, handed to explain_error below
+    if L["until"] == L["read_version"]:
         L["note"] = "no winner committed"
     t = Table(path)
     rows = {r["version"]: r for r in t.replay().to_dicts()}
     same = {real["message"]: {L["real_winner"]}} if real["outcome"] == "abort" and L["real_winner"] is not None else {}
     check_loser(L, t, t, rows, same)
-    if not comparable(spec["loser"]):  # whatif cannot state what this INSERT read: drop whatif's reasons
+    if not whatif_comparable:  # whatif cannot state what the loser read: drop whatif's reasons
         L["reasons"] = [r for r in L["reasons"] if r["check"] != "whatif"]
-        L["agree"] = not L["reasons"]
+    if real["outcome"] == "abort":
+        check_blame([L], t)
+        b = L.get("blame") or {}
+        if b.get("found"):
+            # One loser per race: every orphan file is its own. How many attempts `evidence` made of
+            # them is recorded; the blame figures count the race (check_blame skips shared files,
+            # which with several losers would be another loser's).
+            mine = set(L["files_written"])
+            over = [a for a in t.evidence().attempts if mine & {f.path for f in a.files}]
+            b["attempts_over_files"] = len(over)
+            b["attempt_files"] = len(over[0].files)
+            if b["shared_files"] and L.get("real_winner") is not None and not b["among"]:
+                L["reasons"].append({"check": "blame", "class": "blame: the candidates miss the winner",
+                                     "detail": f"engine v{L['real_winner']} {real['exception']}; tool {b['candidates'][:6]}"})
+            b["shared_files"] = False
+        if exc is not None:
+            check_exception_object(L, t, exc)
     if real["outcome"] == "commit":
         ex = t.explain(real["version"]).to_dict()
         verdict = (ex.get("verdict") or {}).get("verdict")
@@ -392,16 +484,32 @@ def run_race(eng: Engine, spec: dict, workdir: Path) -> dict:
         if verdict == "anomaly":
             L["reasons"].append({"check": "explain", "class": f"explain calls a real commit an anomaly ({ex.get('exception')})",
                                  "detail": (ex.get("message") or "")[:300]})
-        L["agree"] = not L["reasons"]
     stray = [v for v, r in rows.items() if r.get("verdict") == "anomaly" and v != real.get("version")]
     if stray:
         L["reasons"].append({"check": "replay", "class": "replay calls a winner an anomaly", "detail": str(stray)})
-        L["agree"] = False
-    out["loser"] = {k: v for k, v in L.items() if k != "real"}
-    clock.append(time.time())
-    out["seconds"] = {"engine": round(clock[1] - clock[0], 1), "tool": round(clock[2] - clock[1], 1)}
-    out["agree"] = L["agree"]
-    return out
+    if real["outcome"] != "error":
+        L["agree"] = not L["reasons"]
+
+
+def check_exception_object(L: dict, t: Any, exc: BaseException) -> None:
+    """The exception object the job caught (py4j's Py4JJavaError for a transaction driven over py4j,
+    delta.exceptions.* for SQL), handed to explain_error as it is: same exception and winner as the text."""
+    real = L["real"]
+    try:
+        e = t.explain_error(exc).to_dict()
+    except Exception as ex:  # noqa: BLE001
+        L["explain_error_object"] = {"error": _err(ex), "type": f"{type(exc).__module__}.{type(exc).__name__}"}
+        L["reasons"].append({"check": "explain_error(object)", "class": _err_class("explain_error(object)", ex), "detail": _err(ex)})
+        return
+    L["explain_error_object"] = {**_short_explain(e), "type": f"{type(exc).__module__}.{type(exc).__name__}"}
+    if e.get("exception") != real["exception"]:
+        L["reasons"].append({"check": "explain_error(object)", "class": f"explain_error(object) {e.get('exception')} / engine {real['exception']}",
+                             "detail": f"{type(exc).__name__} read as {e.get('exception')}"})
+    elif L.get("real_winner") is not None and e.get("winningVersion") != L["real_winner"]:
+        wm = e.get("winnerMatch") or {}
+        if not (wm.get("ambiguous") and L["real_winner"] in (wm.get("candidates") or [])):
+            L["reasons"].append({"check": "explain_error(object)", "class": "explain_error(object) names another winner",
+                                 "detail": f"engine v{L['real_winner']}; tool v{e.get('winningVersion')}"})
 
 
 def _reset_delta_log_cache(eng: Engine) -> None:
@@ -409,6 +517,34 @@ def _reset_delta_log_cache(eng: Engine) -> None:
         eng.delta.DeltaLog.clearCache()
     except Exception:  # noqa: BLE001
         pass
+
+
+def run_races(eng: Any, args: Any, indexes: list[int], make_spec: Any, run_one: Any, templates: Any, prefix: str) -> list[dict]:
+    """Each race in its own directory, one JSON line each in `args.out` as it ends; a harness
+    failure is recorded and the run goes on; stops after `args.minutes`; `--index` keeps the
+    directories and prints each record."""
+    results = []
+    t0 = time.time()
+    with open(args.out, "a", encoding="utf-8") as fh:
+        for i in indexes:
+            if args.minutes and time.time() - t0 > args.minutes * 60:
+                break
+            spec = make_spec(i)
+            work = Path(tempfile.mkdtemp(prefix=f"{prefix}-{i}-"))
+            try:
+                r = run_one(eng, spec, work, templates)
+            except Exception as e:  # noqa: BLE001 - a harness failure is reported, the run goes on
+                r = {"spec": spec, "harness_error": f"{type(e).__name__}: {str(e)[:500]}", "agree": None}
+            finally:
+                _reset_delta_log_cache(eng)
+                if not args.index:
+                    shutil.rmtree(work, ignore_errors=True)
+            results.append(r)
+            fh.write(json.dumps(r, default=str) + "\n")
+            fh.flush()
+            if args.index:
+                print(json.dumps(r, indent=1, default=str)[:8000])
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,6 +556,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "out" / "differential_spark.jsonl"))
     ap.add_argument("--minutes", type=float, default=None, help="stop starting races after this long")
     ap.add_argument("--generator", type=int, choices=(1, 2), default=2, help="1: the first run's winner kinds")
+    ap.add_argument("--rebuild", action="store_true", help="build every race's table through SQL (no templates)")
     args = ap.parse_args(argv)
     from forensics.runtime.delta_jvm import loaded
     from forensics.runtime.spark import get_spark
@@ -431,30 +568,15 @@ def main(argv: list[str] | None = None) -> int:
     eng = Engine(spark)
     indexes = args.index or list(range(args.start, args.start + args.scenarios))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    summary = summarise([], spark.version)
-    results = []
+    templates = None if args.rebuild else Templates(eng)
     t0 = time.time()
-    with open(args.out, "a", encoding="utf-8") as fh:
-        for i in indexes:
-            if args.minutes and time.time() - t0 > args.minutes * 60:
-                break
-            spec = gen_spec(args.seed, i, WINNER_KINDS_1 if args.generator == 1 else WINNER_KINDS)
-            work = Path(tempfile.mkdtemp(prefix=f"dspark-{i}-"))
-            try:
-                r = run_race(eng, spec, work)
-            except Exception as e:  # noqa: BLE001 - a harness failure is reported, the run goes on
-                r = {"spec": spec, "harness_error": f"{type(e).__name__}: {str(e)[:500]}", "agree": None}
-            finally:
-                _reset_delta_log_cache(eng)
-                if not args.index:
-                    shutil.rmtree(work, ignore_errors=True)
-            results.append(r)
-            fh.write(json.dumps(r, default=str) + "\n")
-            fh.flush()
-            if args.index:
-                print(json.dumps(r, indent=1, default=str)[:6000])
+    kinds = WINNER_KINDS_1 if args.generator == 1 else WINNER_KINDS
+    results = run_races(eng, args, indexes, lambda i: gen_spec(args.seed, i, kinds), run_race, templates, "dspark")
+    if templates:
+        templates.close()
     summary = summarise(results, spark.version)
     summary["minutes"] = round((time.time() - t0) / 60, 1)
+    summary["races_per_minute"] = round(len(results) / max(summary["minutes"], 0.01), 1)
     print(json.dumps(summary, indent=1))
     Path(args.out + ".summary.json").write_text(json.dumps(summary, indent=1))
     return 0 if not summary["disagree"] else 1
@@ -465,7 +587,16 @@ def summarise(results: list[dict], spark_version: str) -> dict:
 
     outcomes, classes, kinds = Counter(), Counter(), Counter()
     examples: dict[str, list] = {}
+    blame = Summary()  # bench/differential.py's blame figures: one definition for both engines
+    checks: Counter = Counter()  # answers compared, by check
     for r in results:
+        L = r.get("loser")
+        if L and "real" in r:
+            blame._blame({**L, "real": r["real"]})  # noqa: SLF001
+            for key in ("whatif", "explain_error", "explain_error_facts", "explain_error_sql", "explain_error_object", "explain"):
+                checks[key] += key in L and not (key == "whatif" and r["real"].get("outcome") == "noop")
+            checks["replay (committed loser)"] += bool(L.get("replay"))
+            checks["evidence (orphan files)"] += bool((L.get("blame") or {}).get("found"))
         real = r.get("real") or {}
         label = real.get("exception") if real.get("outcome") == "abort" else real.get("outcome", "harness error")
         outcomes[label] += 1
@@ -479,6 +610,7 @@ def summarise(results: list[dict], spark_version: str) -> dict:
         "not_compared": sum(1 for r in results if r.get("agree") is None),
         "outcomes": dict(outcomes), "loser_kinds": dict(kinds),
         "classes": {c: {"count": n, "examples": examples[c][:5]} for c, n in classes.most_common()},
+        "checks": dict(checks), "blame": blame.blame_figures(),
         "engine": {"delta-spark": md.version("delta-spark"), "pyspark": spark_version},
     }
 

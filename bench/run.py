@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     # The JVM class-data archive (forensics/runtime/jvm_archive.py) belongs to the Java/Spark install,
     # like compiled bytecode: built once before measuring, in the run's own directory.
     env = {**os.environ, "DELTA_FORENSICS_CACHE_DIR": str(cache), "PYTHONPATH": str(REPO),
-           "DELTA_FORENSICS_JVM_ARCHIVE_DIR": str(work / "jvm"), "DELTA_FORENSICS_JVM_ARCHIVE": "use"}
+           "DELTA_FORENSICS_JVM_ARCHIVE_DIR": str(work / "jvm"), "DELTA_FORENSICS_JVM_ARCHIVE": "use",
+           "DELTA_FORENSICS_ENGINE": "off"}  # in-process figures; bench/engine.py measures the warm engine
     no_archive = {**env, "DELTA_FORENSICS_JVM_ARCHIVE": "off"}
     res: dict = {"machine": machine(), "sizes": {"commits": a.commits, "big": a.big, "checkpoint_files": a.checkpoint_files}}
     m = res["measurements"] = {}

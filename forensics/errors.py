@@ -1,4 +1,4 @@
-"""Documented exit codes (README: "Exit codes") and the one exception hierarchy that carries them.
+"""Documented exit codes (docs/exit-codes.md) and the one exception hierarchy that carries them.
 
 Every expected failure is a `ForensicsError`; a subclass per outcome lets a notebook catch just
 the one it cares about (`except forensics.NotADeltaTable`). The CLI, the TUI and the API all
@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from forensics.model import where
 
 
 class ExitCode(IntEnum):
+    """The documented exit codes, one per outcome (docs/exit-codes.md); a new outcome gets a new code,
+    never a reused one."""
     OK = 0
     STRICT = 1  # --strict and at least one warning-level finding
     USAGE = 2  # bad arguments
@@ -26,11 +27,20 @@ class ExitCode(IntEnum):
     STORE_DENIED = 10  # the object store refused the credentials (401/403)
     STORE_NOT_FOUND = 11  # no such bucket or container
     STORE_THROTTLED = 12  # the object store kept throttling (503 SlowDown, 429) after the retries
+    RANGE_OUTSIDE_LOG = 13  # --from/--to/--since/--until/--last select no retained version
+    FIND_AT_OR_BEFORE = 14  # find: a checkpoint's txn shows the write landed at or before a version; its commit is gone
+    FIND_ABSENT = 15  # find: not in the log, within the retained range searched
+    FIND_UNKNOWN = 16  # find: not in the retained log, and what was searched reaches past retention
+    GATE_REORDER = 17  # --fail-on reorder: a commit passed only because a winner was forgiven (WriteSerializable)
+    GATE_ANOMALY = 18  # --fail-on anomaly: a commit the rules say should have aborted
+    GATE_ABORTED = 19  # --fail-on aborted: the evidence found an aborted attempt (orphan files)
+    ENGINE_UNAVAILABLE = 20  # engine start: the warm engine could not start (its log says why)
     INTERNAL = 70  # a bug: please report it (the traceback is in the log file)
+    INTERRUPTED = 130  # Ctrl+C (SIGINT): stopped, nothing left half-written
 
     @property
     def meaning(self) -> str:
-        """In a few words, as `delta-forensics --help` lists it (README "Exit codes" says more)."""
+        """In a few words, as `delta-forensics --help` lists it (docs/exit-codes.md says more)."""
         return _MEANINGS[self]
 
 
@@ -41,7 +51,12 @@ _MEANINGS = {
     ExitCode.NOT_RECOGNIZED: "error text not recognised", ExitCode.STORE_UNREACHABLE: "object store unreachable",
     ExitCode.STORE_DENIED: "object store denied access", ExitCode.STORE_NOT_FOUND: "no such bucket or container",
     ExitCode.STORE_THROTTLED: "object store throttling",
-    ExitCode.INTERNAL: "internal error",
+    ExitCode.RANGE_OUTSIDE_LOG: "range not in the retained log", ExitCode.FIND_AT_OR_BEFORE: "find: at or before (checkpoint)",
+    ExitCode.FIND_ABSENT: "find: not in the log", ExitCode.FIND_UNKNOWN: "find: unknown (older than retention)",
+    ExitCode.GATE_REORDER: "--fail-on reorder matched", ExitCode.GATE_ANOMALY: "--fail-on anomaly matched",
+    ExitCode.GATE_ABORTED: "--fail-on aborted matched",
+    ExitCode.ENGINE_UNAVAILABLE: "the warm engine could not start",
+    ExitCode.INTERNAL: "internal error", ExitCode.INTERRUPTED: "interrupted (Ctrl+C)",
 }
 
 
@@ -85,35 +100,50 @@ class ForensicsError(Exception):
 
     def one_line(self) -> str:
         """The diagnostic as printed: the message, then the file or version it concerns."""
+        from forensics.model import where  # here, not at the top: the CLI's start-up path imports this module
+
         loc = where(self.file, self.version)
         return f"{self.message} [{loc}]" if loc else self.message
 
 
 class UsageError(ForensicsError):
+    """Bad arguments: an unknown option value, rule profile or isolation level (exit 2)."""
     code = ExitCode.USAGE
 
 
 class NotADeltaTable(ForensicsError):
+    """The path does not exist, has no `_delta_log`, or no commits (exit 3)."""
     code = ExitCode.NOT_A_TABLE
 
 
 class UnreadableLog(ForensicsError):
+    """The log is broken beyond salvage: no base can rebuild the version (exit 4)."""
     code = ExitCode.UNREADABLE
 
 
 class JavaUnavailable(ForensicsError):
+    """Java is missing or older than 17 (exit 5)."""
     code = ExitCode.JAVA
 
 
 class SparkFailed(ForensicsError):
+    """Spark could not start, or a Spark job failed (exit 6)."""
     code = ExitCode.SPARK
 
 
 class VersionNotInLog(ForensicsError):
+    """The requested version is not in the retained log, or cannot be reconstructed (exit 7)."""
     code = ExitCode.NO_VERSION
 
 
+class RangeOutsideLog(ForensicsError):
+    """The versions or times asked for hold no retained version; the message names what the log retains."""
+
+    code = ExitCode.RANGE_OUTSIDE_LOG
+
+
 class NotAConflictError(ForensicsError):
+    """The error text or exception holds no Delta concurrency error (exit 8)."""
     code = ExitCode.NOT_RECOGNIZED
 
 
@@ -133,6 +163,12 @@ class StoreThrottled(ForensicsError):
     """The store answered "slow down" to every retry: the table is fine, try again later."""
 
     code = ExitCode.STORE_THROTTLED
+
+
+class EngineUnavailable(ForensicsError):
+    """`engine start` could not bring up the warm engine (commands then run in-process, as before)."""
+
+    code = ExitCode.ENGINE_UNAVAILABLE
 
 
 def error_line(e: BaseException) -> str:

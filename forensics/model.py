@@ -50,7 +50,7 @@ def where(file: str | None, version: int | None) -> str:
 class Finding:
     """Something noticed while reading: a stray file, a gap, a broken line.
 
-    `code` is stable (documented in the README); `message` is one line for humans.
+    `code` is stable (documented in docs/findings.md); `message` is one line for humans.
     `file` is relative to the table root where possible; `version` is the commit involved.
     """
 
@@ -61,10 +61,12 @@ class Finding:
     version: int | None = None
 
     def one_line(self) -> str:
+        """The finding as the CLI prints it on stderr: severity, code, file and version, message."""
         loc = where(self.file, self.version)
         return f"{self.severity}: {self.code}{f' ({loc})' if loc else ''}: {self.message}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The finding as JSON."""
         return {
             "code": self.code,
             "severity": self.severity,
@@ -140,9 +142,11 @@ class CommitRecord:
     job: dict[str, Any] | None = None
     notebook: dict[str, Any] | None = None
     cluster_id: str | None = None
-    operation_metrics: dict[str, Any] | None = None
+    operation_metrics: dict[str, Any] | None = None  # numbers as numbers whatever the writer (log.params.metric_value)
     user_metadata: str | None = None
     tags: dict[str, str] | None = None
+    client_version: str | None = None  # delta-rs' clientVersion
+    other_commit_info: dict[str, Any] | None = None  # every other commitInfo key, as written (None: no commitInfo)
     num_add: int = 0
     num_remove: int = 0
     num_cdc: int = 0

@@ -166,6 +166,17 @@ def remember_secret(value: str | None) -> None:
     _KNOWN.update(v for v in (value, value.strip(), quote(value, safe=""), unquote(value)) if _worth_hiding(v))
 
 
+class secrets_scope:  # noqa: N801 - used as a context manager, like contextlib's
+    """Secrets remembered inside the block are forgotten when it ends: the warm engine runs one
+    command after another in one process, and none keeps another's (forensics/engine/isolation.py)."""
+
+    def __enter__(self) -> None:
+        self._saved = set(_KNOWN)
+
+    def __exit__(self, *exc: Any) -> None:
+        _KNOWN.intersection_update(self._saved)
+
+
 def _secret_setting(key: str, value: str) -> bool:
     """A secret-sounding key whose value is the secret itself (not a file, URL or id)."""
     if not is_secret_key(key) or _NOT_THE_SECRET.search(key.strip()):

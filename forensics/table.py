@@ -19,9 +19,13 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.model import ISOLATION_LEVELS
 
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
+    from datetime import datetime
+    from traceback import TracebackException
+
     from forensics.analysis.counterfactual import Counterfactual
     from forensics.analysis.explain import Explanation
-    from forensics.analysis.silent import SilentLog
+    from forensics.analysis.find import FindQuery, FindResult
+    from forensics.analysis.silent import AttemptRow, SilentLog
     from forensics.analysis.stats import Stats
     from forensics.analysis.timeline import Timeline
     from forensics.errortext import ErrorReport
@@ -30,6 +34,7 @@ if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached t
     from forensics.evidence.winner import WinnerMatch
     from forensics.log.delta_log import DeltaLog
     from forensics.log.remote import RemoteTable
+    from forensics.log.select import Selection, VersionRange
     from forensics.log.snapshot import SnapshotFrame
     from forensics.model import CommitRecord, Finding, Snapshot
     from forensics.replay.whatif import WhatIfRequest, WhatIfResult
@@ -64,7 +69,7 @@ class Table:
     >>> t.history()                 # polars DataFrame, one row per retained version
     >>> t.replay()                  # polars DataFrame, one row per concurrent commit and its verdict
     >>> t.explain(3).lines()        # the story of version 3: reads, winners, checks, verdict, advice
-    >>> t.explain_error(text)       # which commit beat the transaction that printed `text`
+    >>> t.explain_error(e)          # which commit beat the transaction that raised `e` (or printed it)
     >>> t.whatif(read_version=1, operation="DELETE", predicate="date = '2024-06-18'")
 
     Construction reads the log (from the cache when nothing changed; Spark only for new
@@ -112,6 +117,7 @@ class Table:
         self._state: StateIndex | None = None
         self._evidence: dict[tuple[str | None, bool], Evidence] = {}
         self._replays: dict[tuple[str | None, tuple[int, ...] | None], ReplayReport] = {}
+        self._reopen = (str(uri), use_cache, dict(storage_options or {}), profile)  # what refresh() opens again
 
     def _open(self, uri: str, use_cache: bool, storage_options: Mapping[str, str] | None, profile: str | None,
               progress: Progress | None) -> "DeltaLog":
@@ -137,6 +143,21 @@ class Table:
                             progress=progress, as_uri=loc.uri)
         log.store = self.store
         return log
+
+    @staticmethod
+    def listed_commits(uri: str | Path) -> list[tuple[int, int]] | None:
+        """(version, commit file's modification time in epoch ms) of every commit a local table's
+        `_delta_log` lists, without reading one (the TUI paints these at once, before the parse);
+        None for a remote table (listing it needs the store's settings) or one that cannot be listed."""
+        from forensics.log.listing import is_local, list_log, normalize_location
+
+        if not is_local(normalize_location(str(uri))):
+            return None
+        try:
+            listing = list_log(str(uri))
+        except ForensicsError:
+            return None
+        return [(v, listing.commits[v].mtime_ms) for v in listing.versions]
 
     @classmethod
     def from_cache(cls, uri: str | Path, *, rules: str | None = None,
@@ -172,10 +193,12 @@ class Table:
 
     @property
     def versions(self) -> list[int]:
+        """The retained versions, ascending."""
         return self._log.versions
 
     @property
     def latest_version(self) -> int | None:
+        """The newest version in the log, or None for an empty log."""
         return self._log.latest_version
 
     @property
@@ -204,6 +227,7 @@ class Table:
             return self._state
 
     def has_version(self, version: int) -> bool:
+        """Whether `version` is in the retained log."""
         return self._log.has_version(version)
 
     def _need(self, version: int) -> None:
@@ -230,25 +254,72 @@ class Table:
 
     # ---- tables (polars DataFrames) --------------------------------------------------
 
-    def history(self, start: int | None = None, end: int | None = None) -> pl.DataFrame:
-        """One row per retained version, with the `history --json` field names."""
+    def select(self, selection: "Selection | None" = None, *, from_version: int | None = None, to_version: int | None = None,
+               since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None,
+               last: int | None = None, utc: bool = False) -> "VersionRange | None":
+        """The retained versions a question covers (None: all of them), as every command's `--from`,
+        `--to`, `--since`, `--until`, `--last` choose them: versions `from_version..to_version`;
+        commits from the first at or after `since` to the last at or before `until` (each a
+        `datetime`, epoch ms, or text such as `"2024-06-20T09:00"`, `"09:00"`, `"2h"`, `"yesterday"`,
+        local time unless `utc` or an offset), by the commit time DESCRIBE HISTORY shows; then the
+        `last` N of those. Or pass a ready `selection` (`parse_selection(...)`). Raises
+        RangeOutsideLog (exit 13) when that holds no retained version."""
+        if selection is None:
+            selection = parse_selection(from_version=from_version, to_version=to_version, since=since, until=until,
+                                        last=last, utc=utc)
+        return selection.resolve(self._log.commits)
+
+    def _span(self, start: int | None, end: int | None, since: "datetime | int | str | None", until: "datetime | int | str | None", last: int | None) -> tuple[int | None, int | None]:
+        """(first, last) version of a selection, None where it is unbounded (forensics/log/select.py)."""
+        if start is None and end is None and since is None and until is None and last is None:
+            return None, None
+        r = self.select(from_version=start, to_version=end, since=since, until=until, last=last)
+        return (r.first, r.last) if r is not None else (None, None)
+
+    def history(self, start: int | None = None, end: int | None = None, *, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> pl.DataFrame:
+        """One row per retained version, with the `history --json` field names; `start`/`end` (versions),
+        `since`/`until` (commit times) and `last` choose the versions as `select` does. The whole
+        commitInfo: `operationMetrics` (a struct, integer metrics Int64 whatever the writer),
+        `userMetadata`, `tags`, `clientVersion`, `engineInfo`, and `otherCommitInfo` (every other key);
+        `committedAt`, the commit's time as DESCRIBE HISTORY shows it (inCommitTimestamp where the
+        table has it, else commitInfo's timestamp) as an aware UTC datetime (the epoch-ms fields stay)."""
         from forensics.log.history import history_frame
 
-        return history_frame(self._log.commits, start, end)
+        return history_frame(self._log.commits, *self._span(start, end, since, until, last))
 
-    def history_json(self, start: int | None = None, end: int | None = None) -> str:
+    def history_json(self, start: int | None = None, end: int | None = None, *, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> str:
         """The `history --json` document (built column-wise: fast on 100k versions), each row
-        led by the JSON contract's schema_version."""
+        led by the JSON contract's schema_version; the versions as `history` chooses them."""
         from forensics.log.history import history_json
         from forensics.schemas import SCHEMA_VERSION
 
-        return history_json(self._log.commits, start, end, SCHEMA_VERSION)
+        return history_json(self._log.commits, *self._span(start, end, since, until, last), SCHEMA_VERSION)
 
-    def history_rows(self, start: int | None = None, end: int | None = None) -> list[dict[str, Any]]:
-        """The `history --json` objects as Python dicts (what views render)."""
+    def history_rows(self, start: int | None = None, end: int | None = None, *, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> list[dict[str, Any]]:
+        """The `history --json` objects as Python dicts (what views render); the versions as `history` chooses them."""
         from forensics.log.history import history_rows
 
-        return history_rows(self._log.commits, start, end)
+        return history_rows(self._log.commits, *self._span(start, end, since, until, last))
+
+    def find(self, query: "FindQuery | None" = None, *, txn_id: str | None = None, app_id: str | None = None,
+             txn_version: int | None = None, user_metadata: str | None = None, operation: str | None = None,
+             from_version: int | None = None, to_version: int | None = None, since: "datetime | int | str | None" = None,
+             until: "datetime | int | str | None" = None, last: int | None = None, utc: bool = False,
+             selection: "Selection | None" = None) -> "FindResult":
+        """Did a write land? The commit with commitInfo `txn_id`, or app transaction `app_id` (at
+        `txn_version`), or whose userMetadata contains `user_metadata`, or of `operation`; every
+        given field must match, within the versions `select` chooses. `.answer` is `committed`
+        (`.version` the commit, `.commit` its history row), `at-or-before` (a checkpoint's txn shows
+        the app reached it; the commit is gone), `absent` or `unknown` (searched past retention);
+        `.exit_code` is what `delta-forensics find` exits with. Or pass a ready `query`
+        (`find_query(...)`) and `selection` (`parse_selection(...)`)."""
+        from forensics.analysis.find import find
+
+        query = query or find_query(txn_id=txn_id, app_id=app_id, txn_version=txn_version, user_metadata=user_metadata,
+                                    operation=operation)
+        sel = selection or parse_selection(from_version=from_version, to_version=to_version, since=since, until=until,
+                                           last=last, utc=utc)
+        return find(self._log, query, sel)
 
     def snapshot(self, version: int | None = None) -> "Snapshot":
         """The table state at `version` (default latest): active files, metadata, protocol."""
@@ -301,6 +372,51 @@ class Table:
                  "rule": a.rule, "certainty": a.certainty, "why": a.answer} for a in self.silent_log().attempts]
         return pl.concat([frame, pl.DataFrame(rows, infer_schema_length=None)], how="diagonal_relaxed") if rows else frame
 
+    def verdict_lines(self, *, isolation_level: str | None = None, versions: list[int] | None = None,
+                      attempts: "list[AttemptRow] | None" = None) -> list[dict[str, Any]]:
+        """`replay --jsonl` and `watch`: one dict per replayed window (`kind` "window", by version, with
+        its commit's time; `versions`: only those commits) then one per aborted attempt of `attempts`
+        (`kind` "attempt", verdict "aborted"; e.g. `silent_log().attempts`). Schema: `schema replay-jsonl`."""
+        from forensics.analysis.gate import verdict_lines
+
+        report = self.replay_report(isolation_level=isolation_level, versions=versions)
+        times = {}
+        for v in report.verdicts:
+            rec = self.commit(v)
+            times[v] = rec.in_commit_timestamp if rec.in_commit_timestamp is not None else rec.timestamp
+        return verdict_lines(self.location, report.verdicts.values(), attempts or [], times)
+
+    def refresh(self) -> "Table":
+        """The table as it is now, for a follower (`watch`): `_delta_log` listed again (a remote one
+        from its tail, through the mirror). A changed log gives a Table with only the new commits
+        parsed (the cache holds the rest); an unchanged one a Table sharing this parse and state.
+        Either way the new Table looks for evidence afresh, so new orphan files show."""
+        from forensics.log.delta_log import DeltaLog
+        from forensics.log.listing import list_log
+
+        uri, use_cache, storage_options, profile = self._reopen
+        store = self.store
+        if store is not None:
+            from forensics.log.remote import mirror_table
+
+            store = mirror_table(store.location, storage_options, profile=profile, use_cache=use_cache)
+        listing = list_log(str(store.mirror.root) if store is not None else self.location)
+        now = (listing.fingerprint(), listing.latest_version)
+        if now == (self._log.listing.fingerprint(), self._log.listing.latest_version):
+            log = self._log
+        elif store is not None:
+            log = DeltaLog.open(str(store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
+                                as_uri=store.location.uri)
+            log.store = store
+        else:
+            log = DeltaLog.open(self.location, use_cache=use_cache, spark_factory=self._spark_session)
+        fresh = Table(uri, rules=self.rules, spark=self._spark, master=self._master, remote=self._remote,
+                      spark_conf=self._spark_conf, writer_conf=self._writer_given, _log=log)
+        fresh.store, fresh.catalog_name, fresh._reopen = store, self.catalog_name, self._reopen
+        if log is self._log:
+            fresh._state = self._state
+        return fresh
+
     def silent_log(self, *, isolation_level: str | None = None, with_evidence: bool = True) -> "SilentLog":
         """What the log cannot show: commits that record no readVersion (their windows are skipped) and
         the aborted attempts the evidence found, each with its attribution (`replay`'s first lines)."""
@@ -319,20 +435,24 @@ class Table:
         return out
 
     def stats_report(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None,
-                     top: int = 20, with_evidence: bool = True) -> "Stats":
-        """Contention statistics: partitions, files, operation pairs, concurrency, retries."""
+                     top: int = 20, with_evidence: bool = True, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> "Stats":
+        """Contention statistics: partitions, files, operation pairs, concurrency, retries; over the
+        versions `select` chooses (`from_version`, `to_version`, `since`, `until`, `last`)."""
         from forensics.analysis.stats import parse_window, table_stats
 
         window_ms = parse_window(window)
+        from_version, to_version = self._span(from_version, to_version, since, until, last)
         tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
         attempts = self.evidence().attempts if with_evidence and tl.evidence else None  # cached by the timeline
         st = table_stats(self._log, tl, window_ms, window, top=max(1, top), attempts=attempts)
         st.findings = list(tl.findings)
         return st
 
-    def stats(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None) -> pl.DataFrame:
+    def stats(self, *, window: str = "1h", from_version: int | None = None, to_version: int | None = None,
+              since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> pl.DataFrame:
         """The most contended partitions, one row each (the rest: `stats_report`)."""
-        st = self.stats_report(window=window, from_version=from_version, to_version=to_version, top=1_000_000)
+        st = self.stats_report(window=window, from_version=from_version, to_version=to_version, top=1_000_000,
+                               since=since, until=until, last=last)
         return pl.DataFrame(st.to_dict()["partitions"], infer_schema_length=None)
 
     # ---- single answers (dataclasses with to_dict) -------------------------------------
@@ -351,22 +471,32 @@ class Table:
                                state=self.state, defeated=defeated)
 
     @_as_the_writer_ran
-    def explain_error(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None,
-                      read_version: int | None = None, failed_at: int | None = None, operation: str | None = None,
-                      predicate: str | None = None, sql: str | None = None) -> "ErrorExplanation":
-        """Which commit beat the transaction that failed with `error` (text or parsed), by which rule.
+    def explain_error(self, error: "str | BaseException | TracebackException | ErrorReport", *,
+                      read_version: int | None = None, failed_at: "datetime | str | int | None" = None,
+                      operation: str | None = None, predicate: str | None = None, sql: str | None = None,
+                      window: "tuple[datetime | str | int, datetime | str | int] | None" = None) -> "ErrorExplanation":
+        """Which commit beat the transaction that failed with `error`, by which rule.
 
-        What you know of the failed transaction narrows the answer: the version it read, when it
-        failed (epoch ms), its operation and condition, or its SQL statement (read, never run).
+        `error` is what the job caught or printed: the exception object itself (delta-spark's
+        `delta.exceptions.ConcurrentAppendException` and its kin, plain, captured or Spark
+        Connect's; a PySpark captured exception whose message holds a Delta error; deltalake's
+        `CommitFailedError`; any exception whose `__cause__`/`__context__` chain holds one), a
+        `traceback.format_exc()` text or `TracebackException`, the error text, or a parsed
+        `ErrorReport`. Exceptions are recognised by class name and text, never `isinstance`.
+
+        What you know of the failed transaction narrows the answer: `read_version` the table
+        version it read; `failed_at` when it failed (an aware or local `datetime`, an ISO 8601
+        string, or epoch milliseconds); `operation` (DELETE, UPDATE, MERGE, WRITE, OPTIMIZE, ...)
+        and its condition `predicate`, or its `sql` statement (parsed, never run); `window` the
+        (earliest, latest) time the winner can have committed, each a time as `failed_at` takes.
+        Raises NotAConflictError when `error` holds no Delta concurrency error.
         """
-        from forensics.errortext import parse_error_text
         from forensics.evidence.loser import LoserFacts, explain_error, facts_from_sql
 
         if sql:
             operation, predicate = facts_from_sql(sql)
-        facts = LoserFacts(read_version, failed_at, operation, predicate)
-
-        report = parse_error_text(error) if isinstance(error, str) else error
+        facts = LoserFacts(read_version, _ms(failed_at, "failed_at"), operation, predicate)
+        report = _error_report(error)
         if not report.recognized:
             raise ForensicsError(ExitCode.NOT_RECOGNIZED, f"not a Delta concurrency error: {report.why_not or 'no conflict text found'}")
         w = report.winner
@@ -374,28 +504,50 @@ class Table:
         # The loser never reached the log: its orphan files say what it wrote. Replayed only when the
         # text names no winner (then the attempts' replays point at it).
         ev = self.evidence(replay=not named)
-        exp = explain_error(self._log, report, rules=self.rules, window=window, state=self.state, evidence=ev, facts=facts)
+        exp = explain_error(self._log, report, rules=self.rules, window=_window_ms(window), state=self.state, evidence=ev,
+                            facts=facts)
         from forensics.analysis.story import error_story
 
         exp.story_lines = error_story(exp, self._log)  # the analysis stage tells what the evidence stage found
+        exp.winning_commit = self._log.record(exp.winning_version) if exp.winning_version is not None and \
+            self._log.has_version(exp.winning_version) else None
         return exp
 
-    def find_winner(self, error: "str | ErrorReport", *, window: tuple[int, int] | None = None) -> "WinnerMatch":
-        """The winning commit an error text names (version, txnId, or timestamp and operation)."""
-        from forensics.errortext import parse_error_text
+    def find_winner(self, error: "str | BaseException | TracebackException | ErrorReport", *,
+                    window: "tuple[datetime | str | int, datetime | str | int] | None" = None) -> "WinnerMatch":
+        """The winning commit an error names (version, txnId, or timestamp and operation); `error`
+        as `explain_error` takes it."""
         from forensics.evidence.winner import find_winner
 
-        report = parse_error_text(error) if isinstance(error, str) else error
-        return find_winner(self._log, report.winner, loser_window=window)
+        return find_winner(self._log, _error_report(error).winner, loser_window=_window_ms(window))
 
     @_as_the_writer_ran
-    def whatif(self, request: "WhatIfRequest | None" = None, **fields: Any) -> "WhatIfResult":
-        """A hypothetical transaction: `whatif(read_version=3, operation="DELETE", predicate="...")`."""
+    def whatif(self, request: "WhatIfRequest | None" = None, *, read_version: int | None = None,
+               operation: str | None = None, predicate: str | None = None, mode: str | None = None,
+               partitions: "list[dict[str, str]] | None" = None, isolation_level: str | None = None,
+               rules: str | None = None, until: int | None = None, app_id: str | None = None) -> "WhatIfResult":
+        """A hypothetical transaction replayed against the log: had it read `read_version` and then
+        done `operation` (INSERT, APPEND, OVERWRITE, WRITE, DELETE, UPDATE, MERGE, OPTIMIZE,
+        SET TBLPROPERTIES, ADD COLUMNS, STREAMING UPDATE) with condition `predicate` (SQL, parsed,
+        never run), would it commit, and if not which commit beats it by which rule?
+
+        `mode` Append or Overwrite for WRITE; `partitions` the partitions it writes
+        (`[{"date": "2024-06-18"}]`); `isolation_level` Serializable, WriteSerializable or
+        SnapshotIsolation (default: the table's); `rules` a rule profile (default: the Table's, else
+        the table's latest writer's); `until` the last version it races (default: the latest);
+        `app_id` a streaming query's txn appId. Or pass a ready `WhatIfRequest`.
+
+        >>> r = t.whatif(read_version=1, operation="DELETE", predicate="date = '2024-06-18'")
+        >>> r.verdict, r.exception, r.winning_version, r.rule
+        """
         from forensics.replay.whatif import WhatIfRequest, whatif
 
         if request is None:
-            fields.setdefault("rules", self.rules)
-            request = WhatIfRequest(**fields)
+            if read_version is None or operation is None:
+                raise ForensicsError(ExitCode.USAGE, "whatif needs read_version and operation (or a WhatIfRequest)")
+            request = WhatIfRequest(read_version=read_version, operation=operation, predicate=predicate, mode=mode,
+                                    partitions=list(partitions or []), isolation_level=isolation_level,
+                                    rules=rules if rules is not None else self.rules, until=until, app_id=app_id)
         if request.rules:
             check_profile(request.rules)
         return whatif(self._log, request, self.state)
@@ -413,10 +565,12 @@ class Table:
             return self._evidence[key]
 
     def timeline(self, *, isolation_level: str | None = None, from_version: int | None = None,
-                 to_version: int | None = None, with_evidence: bool = True) -> "Timeline":
-        """Committed transactions, aborted attempts and who-lost-to-whom edges, for the exports."""
+                 to_version: int | None = None, with_evidence: bool = True, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> "Timeline":
+        """Committed transactions, aborted attempts and who-lost-to-whom edges, for the exports; over
+        the versions `select` chooses."""
         from forensics.analysis.timeline import build_timeline
 
+        from_version, to_version = self._span(from_version, to_version, since, until, last)
         versions = None
         if from_version is not None or to_version is not None:
             versions = [v for v in self.versions if (from_version is None or v >= from_version) and (to_version is None or v <= to_version)]
@@ -451,14 +605,15 @@ class Table:
     def export(self, fmt: str, output: str | Path, *, from_version: int | None = None, to_version: int | None = None,
                with_evidence: bool = True, window: str = "1h", isolation_levels: list[str] | None = None,
                partition_columns: list[str] | None = None, redact: bool = False,
-               utc: bool | None = None) -> tuple[list[Path], "Timeline"]:
+               utc: bool | None = None, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> tuple[list[Path], "Timeline"]:
         """Write the timeline as json/csv/parquet/chrome/mermaid/html (the post-mortem), never under the
         table: the files written and the timeline they hold. `redact` replaces user names, e-mails,
         notebook, cluster and job ids, bucket and host names with stable placeholders (user-1, ...)."""
         from forensics.export import check_output_path, write_export
 
         out = check_output_path(output, self.location)
-        tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence)
+        tl = self.timeline(from_version=from_version, to_version=to_version, with_evidence=with_evidence,
+                           since=since, until=until, last=last)
         pm = None
         if fmt == "html":
             from forensics.analysis.stats import parse_window, table_stats
@@ -505,3 +660,52 @@ def check_profile(name: str | None) -> None:
         get_profile(name)
     except KeyError as e:
         raise ForensicsError(ExitCode.USAGE, str(e).strip("'\"")) from e
+
+
+def _error_report(error: Any) -> "ErrorReport":
+    """What `explain_error` was given, read (errortext.parser.read_error); another type is a usage error."""
+    from forensics.errortext.parser import read_error
+
+    try:
+        return read_error(error)
+    except TypeError as e:
+        raise ForensicsError(ExitCode.USAGE, f"explain_error takes {e}") from e
+
+
+def _ms(value: "datetime | str | int | None", name: str) -> int | None:
+    """A time the caller gave (datetime, ISO 8601 text or epoch ms) as epoch ms; a usage error otherwise."""
+    if value is None:
+        return None
+    from forensics.times import epoch_ms
+
+    try:
+        return epoch_ms(value)
+    except ValueError as e:
+        raise ForensicsError(ExitCode.USAGE, f"{name}: not a time ({e})") from e
+
+
+def _window_ms(window: "tuple[datetime | str | int, datetime | str | int] | None") -> tuple[int, int] | None:
+    if window is None:
+        return None
+    lo, hi = window
+    return _ms(lo, "window"), _ms(hi, "window")  # type: ignore[return-value]
+
+
+def parse_selection(*, from_version: int | None = None, to_version: int | None = None,
+                    since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None,
+                    last: int | None = None, utc: bool = False) -> "Selection":
+    """The versions a question asks for, read before any table is (a usage error, exit 2, for a time it
+    cannot read or --from after --to); `Table.select` resolves it against a table's log."""
+    from forensics.log.select import Selection
+
+    return Selection.of(from_version=from_version, to_version=to_version, since=since, until=until, last=last, utc=utc)
+
+
+def find_query(*, txn_id: str | None = None, app_id: str | None = None, txn_version: int | None = None,
+               user_metadata: str | None = None, operation: str | None = None) -> "FindQuery":
+    """What `find` looks for, checked before any table is read (a usage error, exit 2, when it asks nothing)."""
+    from forensics.analysis.find import FindQuery
+
+    q = FindQuery(txn_id, app_id, txn_version, user_metadata, operation)
+    q.check()
+    return q

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
+import time as _time
 
 
 def utc_default() -> bool:
@@ -101,3 +103,110 @@ def parse_time(text: str) -> int:
     if t.tzinfo is None:
         t = t.astimezone()  # local time, as the user's clock showed it
     return (t - _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)) // _dt.timedelta(milliseconds=1)
+
+
+def as_datetime(ms: int | None) -> _dt.datetime | None:
+    """Epoch milliseconds as an aware UTC `datetime` (what the Python API returns; JSON keeps the ms)."""
+    if ms is None:
+        return None
+    try:
+        return _EPOCH + _dt.timedelta(milliseconds=int(ms))
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+def epoch_ms(value: "_dt.datetime | _dt.date | str | int | float") -> int:
+    """Epoch milliseconds from what a caller has: an aware or naive (local) `datetime`, a `date`
+    (its local midnight), an ISO 8601 string or epoch digits (`parse_time`), or a number of epoch ms.
+    ValueError when it is none of those."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a time: {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, _dt.datetime):
+        t = value if value.tzinfo is not None else value.astimezone()
+        return (t - _EPOCH) // _dt.timedelta(milliseconds=1)
+    if isinstance(value, _dt.date):
+        return epoch_ms(_dt.datetime(value.year, value.month, value.day))
+    if isinstance(value, str):
+        return parse_time(value)
+    raise ValueError(f"not a time: {type(value).__name__}")
+
+
+# ---- times a person types for --since / --until --------------------------------------------
+
+_UNIT_MS = {"ms": 1, "s": 1000, "sec": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "hr": 3_600_000,
+            "d": 86_400_000, "day": 86_400_000, "days": 86_400_000, "w": 604_800_000, "wk": 604_800_000}
+_DURATION_PART = re.compile(r"(\d+)\s*(ms|sec|min|hr|days|day|wk|s|m|h|d|w)", re.I)
+_DURATION = re.compile(r"(?:\d+\s*(?:ms|sec|min|hr|days|day|wk|s|m|h|d|w)\s*)+(?:ago)?", re.I)
+_TIME_OF_DAY = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,6})?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?", re.I)
+
+
+def parse_duration(text: str) -> int | None:
+    """Milliseconds of a relative time (`2h`, `30m`, `1d`, `1w`, `90s`, `1h30m`, `2h ago`); None when
+    `text` is not one."""
+    s = text.strip()
+    if not _DURATION.fullmatch(s):
+        return None
+    return sum(int(n) * _UNIT_MS[u.lower()] for n, u in _DURATION_PART.findall(s))
+
+
+def _now_ms() -> int:
+    return _time.time_ns() // 1_000_000
+
+
+def _midnight(now_ms: int, utc: bool, days_back: int = 0) -> int:
+    """Epoch ms of the start of the day `days_back` before the day `now_ms` falls on (local, or UTC)."""
+    now = _EPOCH + _dt.timedelta(milliseconds=now_ms)
+    day = (now if utc else now.astimezone()).date() - _dt.timedelta(days=days_back)
+    return _ms(_dt.datetime.combine(day, _dt.time()), utc)
+
+
+def _ms(t: _dt.datetime, utc: bool) -> int:
+    """Epoch ms of `t`; a time without an offset is UTC under `utc`, else the machine's local time."""
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc) if utc else t.astimezone()
+    return (t - _EPOCH) // _dt.timedelta(milliseconds=1)
+
+
+def parse_moment(text: str, *, utc: bool = False, now_ms: int | None = None) -> int:
+    """Epoch milliseconds of a `--since` / `--until` time, as a person types it:
+
+    - ISO 8601, date or date and time (`2024-06-20`, `2024-06-20T09:00`, `2024-06-20 09:00:00+02:00`, `...Z`),
+      read by python-dateutil's ISO 8601 parser;
+    - a time of day, today (`09:00`, `09:00:30`, `09:00Z`);
+    - a relative time before now (`2h`, `30m`, `1d`, `1w`, `1h30m`, `2h ago`); `now`, `today` (its
+      start), `yesterday` (its start);
+    - epoch milliseconds or seconds (digits, as `history --json` prints them).
+
+    A time without an offset is local time, or UTC when `utc` (`--utc`). ValueError when unreadable.
+    """
+    s = " ".join(str(text).split())
+    if not s:
+        raise ValueError("an empty time")
+    if s.isdigit():
+        return parse_time(s)
+    now = _now_ms() if now_ms is None else now_ms
+    word = s.lower()
+    if word == "now":
+        return now
+    if word in ("today", "yesterday"):
+        return _midnight(now, utc, 1 if word == "yesterday" else 0)
+    rel = parse_duration(s)
+    if rel is not None:
+        return now - rel
+    from dateutil.parser import isoparse, isoparser
+
+    try:
+        if _TIME_OF_DAY.fullmatch(s):
+            tod = isoparser().parse_isotime(s.replace(",", "."))
+            start = _EPOCH + _dt.timedelta(milliseconds=now)
+            if tod.tzinfo is not None:  # a time of day with an offset: today where that offset is
+                day = start.astimezone(tod.tzinfo).date()
+            else:
+                day = (start if utc else start.astimezone()).date()
+            return _ms(_dt.datetime.combine(day, tod.replace(tzinfo=None), tzinfo=tod.tzinfo), utc)
+        return _ms(isoparse(s[:-1] + "+00:00" if s[-1:] in "zZ" and len(s) > 10 else s), utc)
+    except (ValueError, OverflowError) as e:
+        raise ValueError("not a time (use ISO 8601 like 2024-06-20T09:00, a time of day like 09:00, a relative time "
+                         "like 2h, 30m, 1d, or yesterday; the value is not shown)") from e

@@ -34,6 +34,10 @@ def shared_dir() -> Path:
 # session-long JVM would record every class of the run and dump them all at exit.
 os.environ.setdefault("DELTA_FORENSICS_JVM_ARCHIVE", "use")
 
+# Commands run in-process in every test (and every CLI subprocess they start), as with --no-engine:
+# tests/test_engine.py runs a representative subset through the warm engine, not the whole suite twice.
+os.environ.setdefault("DELTA_FORENSICS_ENGINE", "off")
+
 
 @pytest.fixture(scope="session")
 def spark():

@@ -30,13 +30,14 @@ def tree_state(root: Path) -> dict[str, tuple]:
     return out
 
 
-def spark_event_log(error_text: str, path: Path) -> Path:
+def spark_event_log(error_text: str, path: Path, winner_ms: int | None = None) -> Path:
     """A Spark event log whose failed SQL execution (id 7, `MERGE INTO t`) ended with `error_text`,
-    started 20 s before and ended 5 s after the timestamp of the winner the text quotes (if any)."""
+    started 20 s before and ended 5 s after the winner's time: `winner_ms`, else the timestamp of the
+    winner the text quotes (delta-spark 4.1+ texts of file conflicts quote none)."""
     import re
 
     m = re.search(r'"timestamp":(\d+)', error_text)
-    ts = int(m.group(1)) if m else 1_718_870_534_200
+    ts = winner_ms if winner_ms is not None else int(m.group(1)) if m else 1_718_870_534_200
     events = [
         {"Event": "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart", "executionId": 7,
          "description": "MERGE INTO t", "time": ts - 20_000},
@@ -45,6 +46,22 @@ def spark_event_log(error_text: str, path: Path) -> Path:
     ]
     path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
     return path
+
+
+def winner_named_by(table: Path, error_text: str) -> int | None:
+    """The version a delta-spark error text names, read without forensics: `committed at version N`
+    (4.1+ file conflicts), else the commit whose txnId the quoted `Conflicting commit` JSON carries."""
+    import re
+
+    m = re.search(r"committed at version (\d+)", error_text)
+    if m:
+        return int(m.group(1))
+    txn = re.search(r'"txnId":"([0-9a-f-]{36})"', error_text)
+    if not txn:
+        return None
+    found = [int(f.name[:20]) for f in sorted((table / "_delta_log").glob("[0-9]" * 20 + ".json"))
+             if f'"txnId":"{txn.group(1)}"' in f.read_text(encoding="utf-8")]
+    return found[0] if len(found) == 1 else None
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:

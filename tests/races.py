@@ -22,6 +22,7 @@ class Loser:
     winner: int
     exception: str
     text: str
+    error: CommitFailedError | None = None  # what the job caught: the engine's own exception object
 
 
 @dataclass
@@ -38,12 +39,16 @@ def _rows(ids: list[int], date: str | None) -> pa.Table:
     return pa.table(cols)
 
 
-def _fails(run) -> str:
+def _fails(run) -> CommitFailedError:
     try:
         run()
     except CommitFailedError as e:
-        return f"CommitFailedError: {e}"
+        return e
     raise AssertionError("the engine committed a transaction the race meant to abort")
+
+
+def _text(e: CommitFailedError) -> str:
+    return f"CommitFailedError: {e}"
 
 
 def two_partition_race(uri: str, so: dict[str, str] | None = None) -> Race:
@@ -59,7 +64,7 @@ def two_partition_race(uri: str, so: dict[str, str] | None = None) -> Race:
     a.delete("date = '2024-06-19' AND status = 'cancelled'")
     t1 = _fails(lambda: b.update(predicate="date = '2024-06-19'", updates={"status": "'checked'"}))
     race.losers.append(Loser(3, "UPDATE", "UPDATE t SET status = 'checked' WHERE date = '2024-06-19'", "2024-06-19", 4,
-                             "ConcurrentAppendException", t1))
+                             "ConcurrentAppendException", _text(t1), t1))
     write_deltalake(uri, _rows([100, 101], "2024-06-19"), mode="append", storage_options=so,
                     commit_properties=CommitProperties(app_transactions=[Transaction("nightly-etl", 42)],
                                                        custom_metadata={"userMetadata": "nightly run"}))
@@ -69,19 +74,35 @@ def two_partition_race(uri: str, so: dict[str, str] | None = None) -> Race:
     a.optimize.compact(partition_filters=[("date", "=", "2024-06-20")])
     t2 = _fails(lambda: b.delete("date = '2024-06-20' AND status = 'cancelled'"))
     race.losers.append(Loser(7, "DELETE", "DELETE FROM t WHERE date = '2024-06-20' AND status = 'cancelled'", "2024-06-20", 8,
-                             "ConcurrentAppendException", t2))
+                             "ConcurrentAppendException", _text(t2), t2))
     return race
+
+
+def _four_appends_two_handles(uri: str, so: dict[str, str] | None) -> tuple[Race, DeltaTable, DeltaTable]:
+    """Unpartitioned, four appends (ids 0-39), then two handles that both read v3."""
+    so = dict(so or {})
+    for k in range(4):
+        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), None), mode="append", storage_options=so)
+    return Race(uri, so), DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
 
 
 def compaction_loses(uri: str, so: dict[str, str] | None = None) -> Race:
     """Unpartitioned, four appends (ids 0-39); two handles read v3: DELETE id = 5 commits v4, a
     compaction fails with "deleted data this operation read"."""
-    so = dict(so or {})
-    race = Race(uri, so)
-    for k in range(4):
-        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), None), mode="append", storage_options=so)
-    a, b = DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
+    race, a, b = _four_appends_two_handles(uri, so)
     a.delete("id = 5")
-    text = _fails(lambda: b.optimize.compact())
-    race.losers.append(Loser(3, "OPTIMIZE", "OPTIMIZE t", None, 4, "ConcurrentDeleteReadException", text))
+    e = _fails(lambda: b.optimize.compact())
+    race.losers.append(Loser(3, "OPTIMIZE", "OPTIMIZE t", None, 4, "ConcurrentDeleteReadException", _text(e), e))
+    return race
+
+
+def reingested_batch_loses(uri: str, so: dict[str, str] | None = None) -> Race:
+    """Unpartitioned, four appends (ids 0-39); two handles read v3: DELETE id < 5 commits v4, the
+    other appends ids 12 and 13 again (a re-ingested batch: rows equal to rows the table holds) and
+    fails with "deleted data this operation read"."""
+    race, a, b = _four_appends_two_handles(uri, so)
+    a.delete("id < 5")
+    e = _fails(lambda: write_deltalake(b, _rows([12, 13], None), mode="append", storage_options=race.storage_options))
+    race.losers.append(Loser(3, "WRITE", "INSERT INTO t VALUES (12, 'ok'), (13, 'ok')", None, 4,
+                             "ConcurrentDeleteReadException", _text(e), e))
     return race

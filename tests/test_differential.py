@@ -42,13 +42,11 @@ class KnownDisagreement(AssertionError):
 SEED = 2026
 # Scenario indexes of `gen_spec(SEED, i)`; an entry with a set of disagreement classes is a known
 # disagreement of the tool (xfail strict), with the reason.
-# 12: blame from the orphan files alone (check 4) misses the engine's answer, a class FIDELITY.md
-# "Blame when the log is silent" names: a retry that rewrote the same source files as the failed run.
-# 7 missed it until a DELETE's condition was also tried on its partitions and on the whole table.
-_BLAME = "blame from the orphan files alone: a class FIDELITY.md names"
-SEEDED = [3, 7, 8, 11, pytest.param(12, {"blame: the candidates miss the winner"}, id="12",
-                              marks=pytest.mark.xfail(strict=True, raises=KnownDisagreement, reason=_BLAME)),
-          16, 17, 18, 28, 44, 56, 69, 73]
+# Blame from the orphan files alone (check 4): 7 missed the engine's answer until a DELETE's
+# condition was also tried on its partitions and on the whole table; 12 (a retry that rewrote the
+# same source files as the failed run) until rows equal to old ones stopped bounding the read
+# versions when the rewrite would have dropped as many of its source rows as it kept.
+SEEDED = [3, 7, 8, 11, 12, 16, 17, 18, 28, 44, 56, 69, 73]
 # 8 and 28 disagreed at 8390ada (explain_error named v2, a commit older than the file the MERGE rewrote,
 # and v8, the loser's own successful re-run); agree since 10f557c.
 AGREEING = [p if isinstance(p, int) else p.values[0] for p in SEEDED]

@@ -83,21 +83,24 @@ def test_delta_rs_sample(spark, sample_logs):
 
 # (a),(c),(d),(e): the README names each orphan; error.txt names the exception.
 @pytest.mark.parametrize("name", ["a-merge-partitions", "c-optimize-vs-delete", "d-alter-table", "e-streaming-shared-checkpoint"])
-def test_spark_format_incidents(spark, sample_logs, name):
+def test_spark_format_incidents(spark, sample_logs, tmp_path, name):
     d = sample_logs / name
     readme = (sample_logs / "README.md").read_text()
     line = next(ln for ln in readme.splitlines() if ln.startswith(f"- `{name}/`"))
     named = set(re.findall(r"`(date=[^`]+\.parquet)`", line.split("Orphan files:", 1)[1]))
-    code, out = run_cli(["evidence", str(d / "table"), "--json", "-q"])
+    from forensics.synth.mtimes import restored_copy
+
+    table = restored_copy(d, tmp_path / "table")  # the file times delta-spark left (git keeps none)
+    code, out = run_cli(["evidence", str(table), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
     assert set(j["orphanFiles"]) == named == independent_orphans(d / "table")
     (att,) = j["attempts"]
     assert set(att["files"]) == named
     exc = re.match(r"io\.delta\.exceptions\.(\w+):", (d / "error.txt").read_text()).group(1)
-    # These logs were assembled: their files' mtimes are the assembly time, so no time window can be drawn
-    # (the output says so); the replay can still tell the exception for each of them.
-    assert j["fileTimesTrusted"] is False
+    # Written by delta-spark: the committed files' times agree with the log, so the times are trusted;
+    # the replay tells the exception each of them raised.
+    assert j["fileTimesTrusted"] is True
     assert att["likelyException"] == exc, att["why"]
 
 
@@ -114,7 +117,7 @@ def test_stray_commit_and_symlink(spark, sample_logs, tmp_path):
     """A leftover Hadoop-style temporary commit naming an orphan file: parsed as an attempted commit."""
     t = tmp_path / "t"
     shutil.copytree(sample_logs / "a-merge-partitions" / "table", t)
-    orphan = "date=2024-06-18/part-00000-c9498373-78c0-4b33-b10d-70c35dd3ecf5.c000.snappy.parquet"
+    (orphan,) = independent_orphans(t)  # the aborted MERGE's output
     tmp_commit = t / "_delta_log" / ".00000000000000000003.json.5f0e7f1a-3c7d-4a47-9a43-0f8d1d0f9d11.tmp"
     tmp_commit.write_text(
         json.dumps({"commitInfo": {"timestamp": 1718870535000, "operation": "MERGE", "readVersion": 2, "isBlindAppend": False}}) + "\n"

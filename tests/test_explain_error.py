@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from forensics.cli.main import main
-from helpers import spark_event_log
+from helpers import spark_event_log, winner_named_by
 
 RULE_FROM_SLUG = {
     "concurrent-append": "ConcurrentAppendException",
@@ -111,17 +111,17 @@ def commit_info(actions: list[dict]) -> dict:
 def test_sample_incident(spark, sample_logs, name):
     d = sample_logs / name
     text = (d / "error.txt").read_text()
-    txn = re.search(r'"txnId":"([0-9a-f-]{36})"', text).group(1)
     exc = re.match(r"io\.delta\.exceptions\.(\w+):", text).group(1)
     part = re.search(r"partition \[(\w+)=([^\]]+)\]", text)
-    winner = [v for v, acts in raw_commits(d / "table").items() if commit_info(acts).get("txnId") == txn]
-    assert len(winner) == 1
+    winner = [winner_named_by(d / "table", text)]  # `committed at version N` (4.1+), or the quoted commit's txnId
+    assert winner[0] is not None
+    how = "txnId" if "Conflicting commit:" in text else "version"
     code, out = run_cli(["explain-error", str(d / "table"), "--error-file", str(d / "error.txt"), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
     assert j["exception"] == exc
     assert j["winningVersion"] == winner[0]
-    assert j["winnerMatch"]["how"] == "txnId" and not j["winnerMatch"]["ambiguous"]
+    assert j["winnerMatch"]["how"] == how and not j["winnerMatch"]["ambiguous"]
     assert j["replay"]["verdict"] == "abort" and j["replay"]["exception"] == exc
     assert j["replay"]["winningVersion"] == winner[0]
     if part:
@@ -241,14 +241,14 @@ def test_event_log_window(spark, sample_logs, tmp_path):
     """A Spark event log whose failed execution carries (a)'s text: its start/end bound the winner."""
     d = sample_logs / "a-merge-partitions"
     text = (d / "error.txt").read_text()
-    ev = spark_event_log(text, tmp_path / "events")
+    winner = winner_named_by(d / "table", text)
+    ev = spark_event_log(text, tmp_path / "events", commit_info(raw_commits(d / "table")[winner])["timestamp"])
     code, out = run_cli(["explain-error", str(d / "table"), "--event-log", str(ev), "--json", "-q"])
     assert code == 0
     j = json.loads(out)
     (f,) = j["failures"]
     assert f["execution"]["id"] == 7 and f["exception"] == "ConcurrentAppendException"
-    txn = re.search(r'"txnId":"([0-9a-f-]{36})"', text).group(1)
-    assert f["winningVersion"] == [v for v, a in raw_commits(d / "table").items() if commit_info(a).get("txnId") == txn][0]
+    assert f["winningVersion"] == winner
     # an event log with no Delta conflict: exit 8
     bad = spark_event_log("java.lang.OutOfMemoryError: heap", tmp_path / "bad")
     assert run_cli(["explain-error", "--event-log", str(bad)])[0] == 8

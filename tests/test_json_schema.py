@@ -2,7 +2,7 @@
 sample tables, validates against the schema shipped for it (`jsonschema`, draft 2020-12); the
 schemas are strict enough to fail on drift; the shipped files are what their definitions build;
 renamed keys keep their old names as deprecated aliases with the same values; every epoch-ms time
-has its ISO 8601 twin; the README's JSON section is what scripts/readme_json.py generates."""
+has its ISO 8601 twin; docs/json.md is what scripts/readme_json.py generates."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 from forensics.errors import ExitCode
-from forensics.schemas import ALIAS_OF, SCHEMA_COMMANDS, SCHEMA_VERSION, json_document, load_schema, schema_text
+from forensics.schemas import ALIAS_OF, SCHEMA_COMMANDS, SCHEMA_NAMES, SCHEMA_VERSION, json_document, load_schema, schema_text
 from forensics.times import iso_utc
 from helpers import run_cli, spark_event_log
 
@@ -35,6 +35,14 @@ def _readme_script():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _txn_id(table: Path, version: int) -> str:
+    """The commitInfo txnId of `version`, read with json (the sample may be regenerated)."""
+    for line in (table / "_delta_log" / f"{version:020d}.json").read_text().splitlines():
+        if '"commitInfo"' in line:
+            return json.loads(line)["commitInfo"]["txnId"]
+    raise AssertionError(f"v{version} of {table} has no commitInfo")
 
 
 def _more_runs(tmp: Path) -> list[list[str]]:
@@ -54,6 +62,9 @@ def _more_runs(tmp: Path) -> list[list[str]]:
          str(spark_event_log((ROOT / S / "a-merge-partitions" / "error.txt").read_text(), tmp / "events"))],
         ["evidence", t("a-merge-partitions")], ["evidence", t("quickstart"), "--no-replay"],
         ["stats", t("f-delta-rs-aborted"), "--window", "1m"], ["stats", t("busy")],
+        ["find", t("e-streaming-shared-checkpoint"), "--txn-id", _txn_id(ROOT / S / "e-streaming-shared-checkpoint" / "table", 1)],
+        ["history", t("busy"), "--since", "2000-01-01", "--last", "3"], ["stats", t("busy"), "--last", "20"],
+        ["stats", t("b-writeserializable-reorder"), t("f-delta-rs-aborted")],
         ["export", t("a-merge-partitions"), "--format", "mermaid", "-o", str(tmp / "a.mmd")],
         ["conformance", "--cases", str(ROOT / "forensics" / "conformance" / "scenarios" / "delta-rs.json")],
     ]
@@ -101,7 +112,7 @@ def test_every_command_with_json_has_a_schema():
     assert with_json == set(SCHEMA_COMMANDS)
 
 
-@pytest.mark.parametrize("command", SCHEMA_COMMANDS)
+@pytest.mark.parametrize("command", SCHEMA_NAMES)
 def test_shipped_schema_is_valid_and_built_from_the_definitions(command):
     from forensics.schemas.build import render
 
@@ -124,13 +135,13 @@ def test_schemas_are_package_data(tmp_path):
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     shipped = {p.name for p in (out / "forensics" / "schemas").glob("*.schema.json")}
-    assert shipped == {f"{c}.schema.json" for c in SCHEMA_COMMANDS}
+    assert shipped == {f"{c}.schema.json" for c in SCHEMA_NAMES}
 
 
 def test_schema_command_prints_the_shipped_file():
     rc, out, err = run_cli(["schema"])
-    assert rc == 0 and out.split() == list(SCHEMA_COMMANDS)
-    for command in SCHEMA_COMMANDS:
+    assert rc == 0 and out.split() == list(SCHEMA_NAMES)
+    for command in SCHEMA_NAMES:
         rc, out, err = run_cli(["schema", command])
         assert rc == 0 and out == schema_text(command), command
         assert json.loads(out) == load_schema(command)
@@ -270,10 +281,10 @@ def test_every_epoch_time_has_its_iso_twin(outputs):
 # ---- the documents that describe the contract ----------------------------------------------
 
 
-def test_readme_json_section_is_generated(outputs):
+def test_json_page_is_generated(outputs):
     rj = outputs["rj"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert rj.region(readme) == rj.section(outputs["readme"]), "run: python scripts/readme_json.py"
+    page = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    assert rj.region(page) == rj.section(outputs["readme"]), "run: python scripts/readme_json.py"
 
 
 def test_changelog_names_every_rename():

@@ -1,5 +1,7 @@
 """Delta's own engine, live: delta-spark's JVM side found the way its users find it, races through
-delta-spark's own transactions compared with the tool, and delta-spark's snapshot beside ours.
+delta-spark's own transactions and between two SQL statements from two threads compared with the
+tool (orphan-file blame and the caught exception objects included), and delta-spark's snapshot
+beside ours.
 
 The `live` tests run under `make test-live`, which fetches delta-spark's jars with Maven first
 (scripts/jvm/pom.xml) and hands them over as DELTA_FORENSICS_DELTA_JARS; the suite's `spark`
@@ -22,7 +24,9 @@ from forensics.runtime import delta_jvm
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = 20261126
-RACES = range(0, 24)  # the first 24 races of the seed-20261126 runs (FIDELITY.md)
+RACES = range(0, 12)  # the first 12 races of the seed-20261126 runs (FIDELITY.md)
+THREAD_SEED = 20261127
+THREAD_RACES = (0, 3, 5, 6)  # statement races of the seed-20261127 run (FIDELITY.md): MERGE, DELETE with DVs, both outcomes
 
 
 @pytest.fixture(scope="module")
@@ -121,26 +125,77 @@ def test_user_ivy_settings_resolve_once_into_their_cache(tmp_path):
 # ---- races through delta-spark's own transactions ------------------------------------------------
 
 
-@pytest.mark.live
-def test_live_races_agree(delta_spark):
+@pytest.fixture(scope="module")
+def race_engine(delta_spark):
+    """One engine driver and one set of starting tables (built once, copied per race) for the races."""
     sys.path.insert(0, str(REPO))
-    from bench.differential_spark import Engine, gen_spec, run_race
+    from bench.differential_spark import SPEED, Engine, Templates
 
-    eng = Engine(delta_spark)
-    seen, wrong = Counter(), []
+    saved = {k: delta_spark.conf.get(k, None) for k in SPEED}
+    eng = Engine(delta_spark)  # sets SPEED on the suite's session: put back afterwards
+    templates = Templates(eng)
+    yield eng, templates
+    templates.close()
+    for k, v in saved.items():
+        if v is None:
+            delta_spark.conf.unset(k)
+        else:
+            delta_spark.conf.set(k, v)
+
+
+@pytest.mark.live
+def test_live_races_agree(race_engine):
+    from bench.differential_spark import gen_spec, run_race
+
+    eng, templates = race_engine
+    seen, wrong, blamed = Counter(), [], []
     for i in RACES:
         work = Path(tempfile.mkdtemp(prefix=f"live-race-{i}-"))
         try:
-            r = run_race(eng, gen_spec(SEED, i), work)
+            r = run_race(eng, gen_spec(SEED, i), work, templates)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         real = r["real"]
         seen[real.get("exception") or real["outcome"]] += 1
         if r["agree"] is not True:
             wrong.append((i, real, r["loser"].get("reasons") or r["loser"].get("skipped")))
+        if real["outcome"] == "abort":
+            # the exception object itself, as the job caught it, reads as the text does
+            assert r["loser"]["explain_error_object"]["type"].startswith("delta.exceptions"), r["loser"]["explain_error_object"]
+            if (r["loser"].get("blame") or {}).get("found"):
+                blamed.append(r["loser"]["blame"]["among"])
     assert not wrong, wrong
     assert seen["commit"] and sum(v for k, v in seen.items() if k.endswith("Exception")) >= 5, seen
     assert len([k for k in seen if k.endswith("Exception")]) >= 2, seen
+    # the aborted losers' orphan files are found as attempts, the engine's winner among their candidates
+    assert len(blamed) >= 2 and all(blamed), blamed
+
+
+@pytest.mark.live
+def test_live_statement_races_from_threads_agree(race_engine):
+    """Two real SQL statements from two threads on one session; the loser held open by a Python UDF in
+    its condition (which delta-spark records as `gate(id#202)#205`) while the winner commits."""
+    from bench.differential_spark_threads import gen_spec, run_race
+
+    eng, templates = race_engine
+    out = {}
+    for i in THREAD_RACES:
+        work = Path(tempfile.mkdtemp(prefix=f"live-thread-race-{i}-"))
+        try:
+            out[i] = run_race(eng, gen_spec(THREAD_SEED, i), work, templates)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    wrong = {i: (r["real"], r["loser"].get("reasons")) for i, r in out.items() if r["agree"] is not True}
+    assert not wrong, wrong
+    assert all(r["real"]["gated"] for r in out.values())  # every loser was held open: a real race
+    aborts = [r for r in out.values() if r["real"]["outcome"] == "abort"]
+    commits = [r for r in out.values() if r["real"]["outcome"] == "commit" and r["loser"]["until"] > r["loser"]["read_version"]]
+    assert aborts and commits, {i: r["real"]["outcome"] for i, r in out.items()}
+    for r in aborts:
+        assert r["loser"]["explain_error_object"]["type"].startswith("delta.exceptions"), r["loser"]["explain_error_object"]
+        assert r["loser"]["blame"]["found"] and r["loser"]["blame"]["among"], r["loser"]["blame"]
+    for r in commits:  # the loser's recorded UDF predicate read as delta-spark reads it: no anomaly
+        assert r["loser"]["explain"]["verdict"] != "anomaly" and r["loser"]["recorded_read_version"] == r["loser"]["read_version"]
 
 
 # ---- delta-spark's snapshot and history beside ours ----------------------------------------------

@@ -22,7 +22,7 @@ from forensics.log.listing import RE_CHECKPOINT_CLASSIC, RE_CHECKPOINT_MULTI, RE
 from helpers import run_cli, tree_state
 
 
-DOCUMENTED_EXIT = {0, 1, 2, 3, 4, 5, 6, 7, 8}  # README "Exit codes" (70 = a bug)
+DOCUMENTED_EXIT = {0, 1, 2, 3, 4, 5, 6, 7, 8}  # docs/exit-codes.md (70 = a bug)
 FINDING_LINE = re.compile(r"^(info|warning|error): [a-z0-9_]+(\.[a-z0-9_]+)+ \((?P<loc>[^)]+)\): \S")
 ERROR_LINE = re.compile(r"^delta-forensics: error: .+ \[(?P<loc>[^\]]+)\]$")
 

@@ -167,6 +167,16 @@ def test_catalyst_functions_and_casts():
     assert sql("x#1 INSET 1, 2, 3") == "x IN (1, 2, 3)"
 
 
+
+def test_catalyst_python_udf_result_id():
+    # delta-spark 4.4 UPDATE/DELETE with a Python UDF in the condition (seen live, bench/differential_spark_threads.py):
+    # PythonUDF prints its result id after its arguments; the partition conjunct stays the read predicate
+    p = parse_predicate("((p#204 = b) AND gate(id#202)#205)")
+    assert (p.sql, p.columns, p.error) == ("p = 'b' AND GATE(id)", frozenset({"id", "p"}), None)
+    part, data = split_partition_and_data([p], TableSchema.from_simple({"id": "integer", "v": "integer", "p": "string"}, ["p"]))
+    assert part.sql == "p = 'b'" and [d.sql for d in data] == ["GATE(id)"]
+    assert sql("(gate(id#1)#2L AND (id#1 > 5))") == "GATE(id) AND id > 5"
+
 def test_plain_sql_form():
     # rs-delta-0.8.0 (DELETE element in <=2.3 is `.sql`), rs-simple_table v4, golden-snapshot-data2-deleted
     assert sql("(`value` = 3)") == "value = 3"

@@ -76,6 +76,8 @@ def _commands(t: Path, err: Path, out_dir: Path) -> list[list[str]]:
         cmds.append(["explain-error", str(t), "--error-file", str(err)])
     if "stats" in have:
         cmds.append(["stats", str(t)])
+    if "find" in have:
+        cmds.append(["find", str(t), "--operation", "DELETE", "--since", "2000-01-01"])
     if "export" in have:
         cmds.append(["export", str(t), "--format", "json", "-o", str(out_dir / "timeline.json")])
         cmds.append(["export", str(t), "--format", "html", "-o", str(out_dir / "report.html")])

@@ -19,8 +19,8 @@ INCIDENTS = {
     "e-streaming-shared-checkpoint": (True, "ConcurrentTransactionException"),
     "f-delta-rs-aborted": (True, None),
 }
-SPARK_BUILT = ["a-merge-partitions", "b-writeserializable-reorder", "c-optimize-vs-delete", "d-alter-table",
-               "e-streaming-shared-checkpoint"]
+BY_DELTA_SPARK = ["a-merge-partitions", "c-optimize-vs-delete", "d-alter-table", "e-streaming-shared-checkpoint"]
+ASSEMBLED = ["b-writeserializable-reorder"]  # WriteSerializable: Databricks-only, so assembled (forensics/synth)
 
 
 def _commits(table: Path) -> dict[int, list[dict]]:
@@ -106,37 +106,54 @@ def test_aborted_attempts_leave_orphans(sample_logs, name):
         assert orphans == {f for a in failed for f in a["files_written"]}
 
 
-@pytest.mark.parametrize("name", ["a-merge-partitions", "c-optimize-vs-delete", "d-alter-table",
-                                  "e-streaming-shared-checkpoint"])
+@pytest.mark.parametrize("name", BY_DELTA_SPARK)
 def test_spark_error_texts_name_the_real_winner(sample_logs, name):
+    """error.txt is what delta-spark printed (`toString()`: class, then message): its error class, the
+    winner it names (4.1+ file conflicts: `committed at version N`; the others quote the winner's
+    commitInfo, which must be the one on disk, key for key) and what it says of that winner."""
     text = (sample_logs / name / "error.txt").read_text(encoding="utf-8")
     exc = INCIDENTS[name][1]
-    assert text.startswith(f"io.delta.exceptions.{exc}: [DELTA_")  # conflict-rules §7.2 error-class form
-    m = re.search(r"\nConflicting commit: (\{.*\})\nRefer to https://docs\.delta\.io/latest/concurrency-control\.html", text)
-    assert m
-    js = m.group(1)
-    txn = re.search(r'"txnId":"([0-9a-f-]+)"', js).group(1)
+    assert text.startswith(f"io.delta.exceptions.{exc}: [DELTA_")
+    assert "Refer to https://docs.delta.io/latest/concurrency-control.html" in text
     table = sample_logs / name / "table"
-    w, actions = _by_txn(table, txn)
+    m = re.search(r"committed at version (\d+)", text)
+    if m:
+        w = int(m.group(1))
+        actions = _commits(table)[w]
+        assert f"a concurrent {actions[0]['commitInfo']['operation']} " in text
+    else:
+        quoted = json.loads(re.search(r"\nConflicting commit: (\{.*\})\n", text).group(1))
+        w, actions = _by_txn(table, quoted["txnId"])
+        assert quoted == actions[0]["commitInfo"]  # the winner's commitInfo as written, parameters quoted (4.1+)
     ci = actions[0]["commitInfo"]
-    # ≤4.0 quirk (conflict-rules §7.4): parameters written raw, rest as on disk, no version key
-    raw_params = ",".join(f"{json.dumps(k)}:{v if isinstance(v, str) else json.dumps(v)}"
-                          for k, v in ci["operationParameters"].items())
-    assert f'"operationParameters":{{{raw_params}}}' in js and '"version"' not in js
-    assert js.startswith(f'{{"timestamp":{ci["timestamp"]},"operation":{json.dumps(ci["operation"])}')
-    # The loser read version w-1 (its attempt raced exactly the winner), and what the text
-    # names is in the winner.
-    assert ci["readVersion"] == w - 1 or name == "c-optimize-vs-delete"
+    assert ci["engineInfo"] == "Apache-Spark/4.2.0 Delta-Lake/4.4.0" and ci["readVersion"] == w - 1
+    part = re.search(r"partition \[date=([\d-]+)\]", text)
     if exc == "ConcurrentAppendException":
-        part = re.search(r"added to partition \[date=([\d-]+)\]", text).group(1)
-        assert any(a["add"]["partitionValues"]["date"] == part for a in actions if "add" in a)
+        assert any(a["add"]["partitionValues"]["date"] == part.group(1) for a in actions if "add" in a)
     if exc == "ConcurrentDeleteReadException":
-        path = re.search(r"for example (\S+) in partition", text).group(1)
-        assert path in {a["remove"]["path"] for a in actions if "remove" in a}
+        assert any(a["remove"]["partitionValues"]["date"] == part.group(1) for a in actions if "remove" in a)
     if exc == "MetadataChangedException":
         assert any("metaData" in a for a in actions)
     if exc == "ConcurrentTransactionException":
         assert any("txn" in a and a["txn"]["appId"] == ci["operationParameters"]["queryId"] for a in actions)
+    # the loser's output is on disk, never in the log, and written in what the text names as contended
+    # (ALTER TABLE and the streaming batch: the loser's own partition)
+    assert _orphans(table)
+
+
+def test_delta_spark_samples_are_delta_spark_logs(sample_logs):
+    """Every commit of the four delta-spark incidents was written by delta-spark (its engineInfo, its
+    txnIds), as the README says; Delta's checksum files beside them."""
+    readme = (sample_logs / "README.md").read_text(encoding="utf-8")
+    for name in BY_DELTA_SPARK:
+        line = next(ln for ln in readme.splitlines() if ln.startswith(f"- `{name}/`"))
+        assert "Produced: written by delta-spark 4.4.0" in line and "assembled" not in line
+        commits = _commits(sample_logs / name / "table")
+        assert all(c[0]["commitInfo"]["engineInfo"] == "Apache-Spark/4.2.0 Delta-Lake/4.4.0" for c in commits.values())
+        assert len({c[0]["commitInfo"]["txnId"] for c in commits.values()}) == len(commits)
+        assert all((sample_logs / name / "table" / "_delta_log" / f"{v:020d}.crc").is_file() for v in commits)
+    b = next(ln for ln in readme.splitlines() if ln.startswith("- `b-writeserializable-reorder/`"))
+    assert "assembled" in b and "Databricks-only" in b
 
 
 def test_b_reordered_delete_keeps_the_inserted_rows(sample_logs):
@@ -178,7 +195,7 @@ def _normalised(table: Path) -> list[list[dict]]:
     return [strip(c) for _, c in sorted(_commits(table).items())]
 
 
-@pytest.mark.parametrize("name", SPARK_BUILT)
+@pytest.mark.parametrize("name", ASSEMBLED)
 def test_assembled_incidents_regenerate_identically(sample_logs, tmp_path, name):
     from forensics.synth import incidents
 

@@ -11,6 +11,7 @@ time: most of them fail before Spark starts.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -342,4 +343,23 @@ def test_spark_connect_token_is_not_echoed(sandbox, tmp_path):
     for r in runs:
         assert r.rc == 6, (r.argv, r.rc, r.err)  # 6: Spark
         assert "cannot reach Spark Connect at sc://" in r.err and ";token=***" in r.err, r.err
+    sandbox.assert_clean(runs)
+
+
+def test_debug_log_level_shows_no_secret(sandbox, s3_server, moto_table):
+    """`--log-level debug` (our lines on stderr, Spark at INFO in spark.log) with the canary in the
+    URI, the options, the Spark settings and the environment: the log says what happened, never it."""
+    store = (f"AWS_ENDPOINT_URL={s3_server.endpoint}", "AWS_ALLOW_HTTP=true", "AWS_REGION=us-east-1")
+    all_ways = ways(Target("moto", moto_table, store))
+    spark_secrets = ["--conf", f"spark.hadoop.fs.s3a.secret.key={CANARY}", "--writer-conf", f"spark.hadoop.fs.s3a.secret.key={CANARY}"]
+    env = {"AWS_SECRET_ACCESS_KEY": CANARY, "AZURE_STORAGE_SAS_TOKEN": SAS}
+    runs = []
+    for way in ("storage-option", "uri-userinfo", "config-profile"):
+        table, extra, way_env = all_ways[way]
+        runs.append(sandbox.run(["--log-level", "debug", "replay", table, *extra, *spark_secrets, "--no-cache"], {**env, **way_env}))
+    for r in runs:
+        assert r.rc == 0, (r.argv, r.rc, r.err)
+        assert "delta-forensics: debug: " in r.err and re.search(rf"delta-forensics: info: mirrored s3a?://{BUCKET}/t-\w+: 22 objects listed", r.err), r.err
+        assert "delta-forensics: info: starting a Spark session" in r.err and "spark.hadoop.fs.s3a.secret.key" in r.err, r.err
+    assert " INFO " in (sandbox.cache / "spark.log").read_text(errors="replace")  # Spark's INFO lines were written
     sandbox.assert_clean(runs)

@@ -22,11 +22,12 @@ from textual.command import CommandPalette
 
 from forensics import Table
 from forensics.synth.mtimes import restore_in_place
+from forensics.times import fmt_time
 from tui.app import ForensicsApp
 from tui.prompt import PromptScreen
 from tui.screens.help import HelpScreen
 from tui.screens.main import MainScreen
-from tui.screens.matrix import MatrixScreen
+from tui.screens.matrix import MatrixScreen, build_matrix
 from tui.screens.timeline import TimelineScreen
 from tui.screens.whatif import WhatIfScreen
 from tui.widgets.detail import DetailPane
@@ -38,7 +39,7 @@ from tui.widgets.version_list import VersionList
 TUI = Path(__file__).resolve().parents[1] / "tui"
 
 SIZE = (200, 50)
-SAMPLES = ("quickstart", "busy", "a-merge-partitions", "b-writeserializable-reorder")
+SAMPLES = ("quickstart", "busy", "a-merge-partitions", "b-writeserializable-reorder", "f-delta-rs-aborted")
 
 
 class NoSpark:
@@ -192,7 +193,13 @@ async def test_cache_miss_reads_with_spark_in_background(evil_table, spark):
         assert started.is_set()
         await pilot.pause(0.1)
         assert "reading with Spark" in header(app).text().plain
-        assert app.query_one(VersionList).loading
+        # the listed versions paint at once, before Spark has read a commit: number and file time only
+        vl = versions(app)
+        assert vl.rows is not None and vl.rows.provisional and vl.rows.version == [0, 1]
+        assert vl.current_version == 1  # at the newest, as when opened from the cache
+        mtime = (evil_table / "_delta_log" / "00000000000000000001.json").stat().st_mtime
+        assert vl.row_text(1).split()[:2] == ["1", fmt_time(int(mtime * 1000), True, offset=False).split()[0]]
+        assert "…" in vl.row_text(1) and "WRITE" not in vl.row_text(1)
         await pilot.press("question_mark")  # the UI answers while Spark is pending
         assert isinstance(app.screen, HelpScreen)
         await pilot.press("q")
@@ -200,6 +207,8 @@ async def test_cache_miss_reads_with_spark_in_background(evil_table, spark):
         await settle(pilot)
         assert header(app).load_state == "read with Spark"
         assert versions(app).rows is not None and versions(app).rows.version == [0, 1]
+        assert not versions(app).rows.provisional and "WRITE" in versions(app).row_text(1)
+        assert versions(app).current_version == 1
 
 
 # --------------------------------------------------------------------------------------
@@ -389,6 +398,28 @@ async def test_conflict_matrix(cached):
         assert "reordered 1" in shown and "docs: cannot conflict" in shown
         await pilot.press("q")
         assert not isinstance(app.screen, MatrixScreen)
+
+
+async def test_conflict_matrix_counts_aborted_attempts(cached, repo_root):
+    """Sample (f): three stale delta-rs handles (a DELETE, two UPDATEs; attempts.json) aborted and left
+    only files. Their pairs join the matrix as `aborted`, on the UPDATE/DELETE/MERGE row, each against
+    a commit of the log; the windows' pairs stay as they were."""
+    truth = json.loads((repo_root / "sample_logs" / "f-delta-rs-aborted" / "attempts.json").read_text())
+    assert {t["operation"] for t in truth} <= {"DELETE", "UPDATE"}
+    app = app_for("f-delta-rs-aborted")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, timeout=120)  # the replay attributes the attempts (cached for the matrix after)
+        await pilot.press("m")
+        assert isinstance(app.screen, MatrixScreen)
+        before = build_matrix(versions(app).rows).cells  # the windows' pairs alone
+        await settle(pilot, until=lambda: not app.screen.evidence_note.endswith("looking…"))
+        assert app.screen.evidence_note.startswith(f"aborted attempts: {len(truth)},"), app.screen.evidence_note
+        cells = app.screen.matrix.cells
+        aborted = {k: v["aborted"] for k, v in cells.items() if v.get("aborted")}
+        assert sum(aborted.values()) == len(truth)
+        assert {txn for txn, _ in aborted} == {"UPDATE/DELETE/MERGE"}
+        assert {k: {o: n for o, n in v.items() if o != "aborted"} for k, v in cells.items() if set(v) - {"aborted"}} == before
+        assert "aborted " in plain(app.screen)
 
 
 async def test_whatif_form(cached, repo_root):

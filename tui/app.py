@@ -9,7 +9,7 @@ screen that shows it.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from textual import work
 from textual.app import App
@@ -18,9 +18,12 @@ from textual.binding import Binding
 from forensics import Table, error_line
 from forensics.times import utc_default
 from tui.commands import ForensicsCommands
-from tui.messages import LoadState, Reload, TableFailed, TableLoaded
+from tui.messages import ListingReady, LoadState, Reload, TableFailed, TableLoaded
 from tui.screens.help import HelpScreen, active_keys
 from tui.screens.main import MainScreen
+
+if TYPE_CHECKING:
+    from tui.data import Rows
 
 
 class ForensicsApp(App[int]):
@@ -78,8 +81,14 @@ class ForensicsApp(App[int]):
             table, how = self._preloaded, "from cache"
             if table is not None:
                 how = "from cache" if table.read_from_cache else "read with Spark"
-            elif self.use_cache:
-                table = Table.from_cache(self.location)
+            else:
+                # The listed versions first (a fraction of a second even at 100k commits), then the
+                # cache or the parse replaces them: rows show before either is read.
+                listed = listing_rows(self.location)
+                if listed is not None:
+                    main.post_message(ListingReady(listed))
+                if self.use_cache:
+                    table = Table.from_cache(self.location)
             if table is None:
                 main.post_message(LoadState("spark"))
                 table = Table(
@@ -100,3 +109,12 @@ class ForensicsApp(App[int]):
         """Help for the focused widget, then every key active on this screen."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen.focused, active_keys(self, self.screen)))
+
+
+def listing_rows(location: str) -> "Rows | None":
+    """The versions a local table's log lists, at their files' times (no JVM); None for a remote
+    table (the header shows progress instead) or one that cannot be listed (the full open reports it)."""
+    from tui.data import Rows
+
+    listed = Table.listed_commits(location)
+    return Rows.from_listing(listed) if listed else None

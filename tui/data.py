@@ -65,6 +65,7 @@ class Rows:
     visible: list[int] = field(default_factory=list)  # indices into the columns, in display order
     op_filter: str | None = None
     verdict_filter: str | None = None
+    provisional: bool = False  # from the listing only: the parse has not filled in what each commit did
     _pos: dict[int, int] = field(default_factory=dict, repr=False)  # version -> column index
     _hay: list[str] | None = field(default=None, repr=False)
 
@@ -89,6 +90,20 @@ class Rows:
         )
         rows._pos = {v: i for i, v in enumerate(rows.version)}
         rows.visible = list(range(len(rows.version)))
+        return rows
+
+    @classmethod
+    def from_listing(cls, listed: list[tuple[int, int]]) -> "Rows":
+        """The versions the commit files' names give, at their files' times, before the parse: the
+        list paints at once on a table the cache does not cover, then fills in."""
+        vs = [v for v, _ in listed]
+        n = len(vs)
+        none: list = [None] * n
+        rows = cls(version=vs, timestamp=[t for _, t in listed], operation=list(none),
+                   read_version=list(none), isolation=list(none), blind=list(none), adds=[0] * n, removes=[0] * n,
+                   txn_id=list(none), user=list(none), engine=list(none), params=list(none), provisional=True)
+        rows._pos = {v: i for i, v in enumerate(vs)}
+        rows.visible = list(range(n))
         return rows
 
     def __len__(self) -> int:

@@ -34,6 +34,14 @@ class TableLoaded(Message):
 
 
 @dataclass
+class ListingReady(Message):
+    """The log is listed: the versions its commit files name, at their files' times, shown while
+    Spark reads what each did (a table the cache does not cover)."""
+
+    rows: Any  # tui.data.Rows, provisional
+
+
+@dataclass
 class TableFailed(Message):
     """The table could not be opened (one line, already rendered with `error_line`)."""
 

@@ -82,6 +82,8 @@ class Change:
 
 @dataclass
 class Counterfactual:
+    """What changes if the table had run at another isolation level or partitioning: the verdicts that
+    would appear, vanish or cannot be told, against the baseline replay."""
     scenario: str
     isolation_level: str | None
     partition_by: str | None
@@ -104,6 +106,8 @@ class Counterfactual:
         return f"as recorded: {words(self.baseline_counts)}; under the scenario: {words(self.counts)}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON document of `replay --isolation-level/--partition-by` (camelCase keys, without
+        `schema_version`)."""
         d: dict[str, Any] = {
             "scenario": self.scenario,
             "summary": self.summary(),

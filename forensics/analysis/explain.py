@@ -9,6 +9,7 @@ evidence and error texts), and advice grounded in that evidence.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from forensics import safe
@@ -22,7 +23,7 @@ from forensics.model import Bound, CommitRecord
 from forensics.replay.windows import CommitVerdict, replay_commit, winning_commit
 from forensics.rules import CheckOutcome
 from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets
-from forensics.times import with_iso
+from forensics.times import as_datetime, with_iso
 
 Line = tuple[str, str]  # (Rich style, text); text is inert (never markup)
 
@@ -67,12 +68,35 @@ class CommitHeader:
                          "isBlindAppend": self.is_blind_append, "txnId": self.txn_id, "certainty": self.certainty}, "timestamp")
 
 
+class Verdict(str):
+    """A verdict's word (`clean`, `reordered`, `anomaly`, `skipped`), a `str`, that still answers the
+    replay record's attributes (`.why`, `.exception`, ...) for code written when `Explanation.verdict`
+    was that record (now `Explanation.replayed`)."""
+
+    def __new__(cls, replayed: CommitVerdict) -> "Verdict":
+        word = super().__new__(cls, replayed.verdict)
+        word._replayed = replayed
+        return word
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_replayed":
+            raise AttributeError(name)
+        return getattr(self._replayed, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Verdict, (self._replayed,))
+
+
 @dataclass
 class Explanation:
+    """The story of one version. The answer is flat (`verdict`, `exception`, `winning_version`,
+    `rule`, `partition`, `file`, `certainty`, `committed_at`); `replayed` keeps the replay's full
+    record with every check, `story()` tells it in lines (each a `str`)."""
+
     version: int
     operation: str | None
     read_version: int | None
-    verdict: CommitVerdict
+    replayed: CommitVerdict
     sets: CommitSets
     winners: list[WindowCommit]
     log_order: list[int]
@@ -86,24 +110,82 @@ class Explanation:
     damaged: dict[int, list[str]] = field(default_factory=dict)  # of those, what the reader rejected (story.stands_on)
 
     @property
+    def verdict(self) -> Verdict:
+        """clean, reordered, anomaly or skipped (a `str`)."""
+        return Verdict(self.replayed)
+
+    @property
     def winning_version(self) -> int | None:
-        if self.verdict.winning_version is not None:
-            return self.verdict.winning_version
-        if self.verdict.reordered_before:
-            return self.verdict.reordered_before[0]
+        """The commit it lost to or was reordered against; else the version of an aborted attempt
+        it defeated (its loser: `defeated`)."""
+        if self.replayed.winning_version is not None:
+            return self.replayed.winning_version
+        if self.replayed.reordered_before:
+            return self.replayed.reordered_before[0]
         return self.defeated[0].loser_of if self.defeated else None
 
+    @property
+    def exception(self) -> str | None:
+        """The exception the engine would have thrown (an anomaly: the log holds a commit it should have aborted)."""
+        return self.replayed.exception
+
+    @property
+    def rule(self) -> str | None:
+        """The conflict rule (conflict-rules section) the winner tripped, or None for a clean commit."""
+        return self.replayed.rule
+
+    @property
+    def partition(self) -> dict | None:
+        """The partition values the conflict was on, when the rule names one."""
+        return self.replayed.partition
+
+    @property
+    def file(self) -> str | None:
+        """The data file the conflict was on, when the rule names one."""
+        return self.replayed.file
+
+    @property
+    def reordered_before(self) -> list[int]:
+        """Winners it was serialised before (forgiven blind appends under WriteSerializable)."""
+        return list(self.replayed.reordered_before)
+
+    @property
+    def isolation_level(self) -> str | None:
+        """The isolation level the commit was replayed at (the override, else the commit's own)."""
+        return self.replayed.isolation_level or self.header.isolation_level
+
+    @property
+    def certainty(self) -> str:
+        """exact, superset, subset, unknown, inferred (how far the log tells what it read)."""
+        return self.header.certainty
+
+    @property
+    def why(self) -> str:
+        """One sentence saying why the replay reached its verdict."""
+        return self.replayed.why
+
+    @property
+    def committed_at(self) -> datetime | None:
+        """When the version was committed (aware UTC)."""
+        return as_datetime(self.header.timestamp)
+
+    @property
+    def story_text(self) -> str:
+        """The story as one text, a line each."""
+        return "\n".join(self.story())
+
     def to_dict(self) -> dict[str, Any]:
+        """The `explain --json` document (camelCase keys, without `schema_version`)."""
         return {
             "version": self.version,
             "operation": self.operation,
             "readVersion": self.read_version,
             "commit": self.header.to_dict(),
-            "verdict": self.verdict.to_dict(with_checks=True),
-            "exception": self.verdict.exception,
-            "winningVersion": self.verdict.winning_version,
-            "partition": self.verdict.partition,
-            "file": self.verdict.file,
+            "verdict": self.replayed.to_dict(with_checks=True),
+            "exception": self.replayed.exception,
+            "winningVersion": self.replayed.winning_version,
+            "partition": self.replayed.partition,
+            "file": self.replayed.file,
             "sets": self.sets.to_dict(),
             "window": [w.to_dict() for w in self.winners],
             "logOrder": self.log_order,
@@ -115,14 +197,14 @@ class Explanation:
         }
 
     def story(self, utc: bool | None = None) -> list[StoryLine]:
-        """The incident in a few plain lines: who and when, what each side did, the rule, how sure, what to
+        """The incident in a few plain lines (each a `str`: `"\\n".join(e.story())`): who and when, what each side did, the rule, how sure, what to
         change. `utc`: times in UTC alone (None: as DELTA_FORENSICS_UTC asks)."""
         return explanation_story(self, utc)
 
     def lines(self, verbose: bool = False, utc: bool | None = None) -> list[Line]:
         """The story, then the evidence: checks that passed fold into one line per winner unless `verbose`."""
         out: list[Line] = [(ln.style, ln.text) for ln in self.story(utc)]
-        h, v, rv = self.header, self.verdict, self.read_version
+        h, v, rv = self.header, self.replayed, self.read_version
         iso = v.isolation_level or h.isolation_level
         out.append(("", ""))
         out.append(("bold", "Evidence" + ("" if verbose else " (--verbose shows every check)")))
@@ -289,7 +371,7 @@ def explain_version(
         version=version,
         operation=rec.operation,
         read_version=rec.read_version,
-        verdict=verdict,
+        replayed=verdict,
         sets=sets,
         winners=winners,
         log_order=log_order,

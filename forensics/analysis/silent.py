@@ -14,6 +14,7 @@ from typing import Any
 
 from forensics.log.delta_log import DeltaLog
 from forensics.times import with_iso
+from forensics.evidence.attempts import SeenTimes, attempt_operation
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class SilentCommits:
 
 
 @dataclass(frozen=True)
-class AttemptRow:
+class AttemptRow(SeenTimes):
     """One aborted attempt as a row of the conflict timeline: where it wrote, what it most likely did,
     whom it lost to (every answer the evidence leaves when more than one does)."""
 
@@ -84,20 +85,10 @@ class SilentLog:
     attempts_why: str | None = None  # why no attempt is listed although evidence was asked for, or not asked
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON of what the log could not say: versions without readVersion and the aborted attempts
+        found."""
         return {"noReadVersion": self.no_read_version.to_dict() if self.no_read_version else None,
                 "attempts": [a.to_dict() for a in self.attempts], "attemptsWhy": self.attempts_why}
-
-
-def attempt_operation(a: Any) -> tuple[str | None, str]:
-    """(operation, where it comes from) of an evidence Attempt: its first candidate's, else the kind its
-    rows show, else the replayed hypothesis's."""
-    first = a.candidates[0] if a.candidates else None
-    if first is not None and first.operation:
-        return first.operation, "content" if first.from_content else "hypothesis"
-    content = getattr(a, "content", None)
-    if content is not None and content.operations:
-        return content.operations[0], "content"
-    return (a.operation, "hypothesis") if a.operation else (None, "unknown")
 
 
 def one_of(candidates: list[Any], per_exception: int = 3) -> str:

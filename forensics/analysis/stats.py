@@ -24,7 +24,7 @@ here (`Stats.to_dict` gives every key in camelCase, each time with its ISO 8601 
   "concurrency": [{"start_ms": t, "end_ms": t, "transactions": n, "max_concurrent": n, "commits": n,
                    "stale_windows": n}],
   "retries": {"metrics": [{"version": v, "writer": id, "key": "num_retries", "value": n}],
-              "metric_totals": {"num_retries": n},
+              "metric_totals": {"num_retries": n}, "metric_commits": n,
               "repeats": [{"version": v, "previous_version": v, "writer": id, "operation": op,
                            "partitions": [...], "gap_ms": n, "median_gap_ms": n, "why": str}],
               "attempts": [{"span_id": id, "partitions": [...], "winning_version": v, "exception": str|null,
@@ -104,6 +104,8 @@ class _Counter:
 
 @dataclass
 class Stats:
+    """Contention over a range of versions: totals, how long read-to-commit windows were, and the
+    partitions, files and time buckets where commits collided."""
     table: str
     from_version: int | None
     to_version: int | None
@@ -282,7 +284,7 @@ def _loser_operation(s: Span, found: dict[str, Any]) -> tuple[str | None, str]:
     (forensics.analysis.silent: what its files show, else the first guess whose replay aborts)."""
     a = found.get(s.id)
     if a is not None and not a.stray_commit:
-        from forensics.analysis.silent import attempt_operation
+        from forensics.evidence.attempts import attempt_operation
 
         op, src = attempt_operation(a)
         if op:
@@ -389,19 +391,21 @@ def window_lengths(tl: Timeline, copies: dict[int, int]) -> dict[str, Any]:
 
 
 def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span], found: dict[str, Any] | None = None) -> dict[str, Any]:
-    metrics, totals = [], {}
+    # Metrics are numbers whatever the writer (the index decodes delta-spark's strings); a retry
+    # counter every commit recorded as 0 (delta-rs' num_retries) is a total of 0, not "none".
+    metrics, totals, with_metrics = [], {}, 0
     for v in sorted(by_v):
         r = recs.get(v)
-        for k, val in ((r.operation_metrics or {}) if r else {}).items():
-            if not RETRY_METRIC.search(str(k)):
+        m = (r.operation_metrics or {}) if r else {}
+        with_metrics += bool(m)
+        for k, val in m.items():
+            if not RETRY_METRIC.search(str(k)) or isinstance(val, bool) or not isinstance(val, (int, float)):
                 continue
-            try:
-                n = int(val)
-            except (TypeError, ValueError):
-                continue
+            n = int(val)
+            if n >= 0:
+                totals[str(k)] = totals.get(str(k), 0) + n
             if n > 0:
                 metrics.append({"version": v, "writer": by_v[v].writer, "key": str(k), "value": n})
-                totals[str(k)] = totals.get(str(k), 0) + n
     # Repeats: the same writer, operation, parameters and partitions again after an unusual pause
     # (inferred: a job re-run after a failure looks like this; so does a scheduled job).
     repeats = []
@@ -437,5 +441,5 @@ def retries(tl: Timeline, recs: dict[int, Any], by_v: dict[int, Span], found: di
                      "exception": s.exception, "operation": op, "operation_from": src,
                      "ambiguous": bool(a is not None and a.ambiguous), "answer": one_of(a.candidates) if a is not None
                      and a.candidates else None, "retry_version": s.retry_version, "overlapping_commits": over})
-    return {"metrics": metrics, "metric_totals": totals, "repeats": repeats, "attempts": atts}
+    return {"metrics": metrics, "metric_totals": totals, "metric_commits": with_metrics, "repeats": repeats, "attempts": atts}
 

@@ -10,7 +10,6 @@ stay as they are (the JSON keeps them verbatim).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from forensics.errortext.patterns import EXCEPTION_RULE
@@ -20,15 +19,28 @@ from forensics.model import Bound, CommitRecord
 from forensics.times import fmt_duration, fmt_time, utc_default
 
 
-@dataclass(frozen=True)
-class StoryLine:
-    """One line of the story. `kind`: this (the explained commit or the winner), other (the other
-    side), rule, sure (how sure), fix (what to change), more (anything after those five); basis
-    (right after the first line, only when the answer stands on a damaged commit)."""
+class StoryLine(str):
+    """One line of the story: the line's plain words, a `str` (so `"\\n".join(story)` prints it),
+    with its `kind`: this (the explained commit or the winner), other (the other side), rule, sure
+    (how sure), fix (what to change), more (anything after those five); basis (right after the
+    first line, only when the answer stands on a damaged commit). `style` is its Rich style for
+    terminals."""
 
     kind: str
-    text: str
-    style: str = ""  # Rich style for terminals; the text is plain words
+    style: str
+
+    def __new__(cls, kind: str, text: str, style: str = "") -> "StoryLine":
+        line = super().__new__(cls, text)
+        line.kind, line.style = kind, style
+        return line
+
+    @property
+    def text(self) -> str:
+        """The line as a plain `str`."""
+        return str.__str__(self)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StoryLine, (self.kind, self.text, self.style))
 
     def to_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "text": self.text}
@@ -324,7 +336,7 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
     """The story of one version (an analysis.explain.Explanation): lines 1-5 say who and when, what
     each side did, which rule fired or was forgiven, how sure, and what to change. `utc`: times in
     UTC alone (None: as the environment asks, forensics.times.utc_default)."""
-    v, V, rv = e.verdict, e.version, e.read_version
+    v, V, rv = e.replayed, e.version, e.read_version
     rec: CommitRecord | None = e.commits.get(V)
     rrec: CommitRecord | None = e.commits.get(rv) if rv is not None else None
     ts = rec.timestamp if rec else None
@@ -408,7 +420,7 @@ def _defeated_words(e: Any, d: Any, lead: str = "It beat ") -> str:
 
 
 def _rule_line(e: Any, d: Any) -> StoryLine:
-    v = e.verdict
+    v = e.replayed
     if v.verdict == "anomaly":
         where = partitions([v.partition]) if v.partition is not None else ""
         return StoryLine("rule", f"Rule that fired: {rule_in_words(v.rule)}: {rule_meaning(v.rule)}"
@@ -441,7 +453,7 @@ def _rule_line(e: Any, d: Any) -> StoryLine:
 
 
 def _sure_line(e: Any, d: Any) -> StoryLine:
-    v = e.verdict
+    v = e.replayed
     if d is not None:
         if d.source.startswith("error text"):
             return StoryLine("sure", f"How sure: inferred, because the error text names v{e.version} as its winner ({in_words(d.source)}); "
@@ -459,7 +471,7 @@ def _sure_line(e: Any, d: Any) -> StoryLine:
 
 
 def _inferred_reason(e: Any) -> str:
-    v, r = e.verdict, e.sets.read
+    v, r = e.replayed, e.sets.read
     if _profile_exact(v.profile) is False:
         engine = "Databricks" if "databricks" in (v.profile or "") else v.profile
         return f"the conflict rules of {engine} are not public; its documented behaviour is modelled"

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any, Iterable
 
 from forensics.log.index import record_from_row
 from forensics.log.delta_log import DeltaLog
 from forensics.model import CommitRecord
+from forensics.times import as_datetime
 
 SCHEMA_VERSION = 1
 
@@ -87,6 +89,16 @@ class Span:
             return None
         return max(0, self.end_ms - self.start_ms)
 
+    @property
+    def start_at(self) -> datetime | None:
+        """`start_ms` as an aware UTC datetime."""
+        return as_datetime(self.start_ms)
+
+    @property
+    def end_at(self) -> datetime | None:
+        """`end_ms` as an aware UTC datetime."""
+        return as_datetime(self.end_ms)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["duration_ms"] = self.duration_ms
@@ -111,6 +123,8 @@ class Edge:
 
 @dataclass
 class Timeline:
+    """Every commit and aborted attempt as a span from read to commit, with the edges of who beat whom:
+    what the TUI, the HTML report and the exports draw."""
     table: str
     spans: list[Span]
     edges: list[Edge]
@@ -125,6 +139,7 @@ class Timeline:
     findings: list[Any] = field(default_factory=list, repr=False)  # the replay's, for --strict; not exported
 
     def span(self, sid: str) -> Span | None:
+        """The span with this id, or None."""
         for s in self.spans:
             if s.id == sid:
                 return s
@@ -132,17 +147,21 @@ class Timeline:
 
     @property
     def commits(self) -> list[Span]:
+        """The spans of committed versions."""
         return [s for s in self.spans if s.kind == "commit"]
 
     @property
     def attempts(self) -> list[Span]:
+        """The spans of aborted attempts the evidence found."""
         return [s for s in self.spans if s.kind == "attempt"]
 
     def time_range(self) -> tuple[int, int] | None:
+        """(first, last) epoch milliseconds any span covers, or None when no span has a time."""
         ts = [t for s in self.spans for t in (s.start_ms, s.end_ms) if t is not None]
         return (min(ts), max(ts)) if ts else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The timeline as exported JSON (`export --format json`), with its own schema_version."""
         return {
             "schema_version": self.schema_version,
             "table": self.table,
@@ -159,6 +178,7 @@ class Timeline:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Timeline":
+        """Read back a timeline `to_dict` wrote; ValueError on another schema_version."""
         if d.get("schema_version") != SCHEMA_VERSION:
             raise ValueError(f"timeline schema_version {d.get('schema_version')!r} is not {SCHEMA_VERSION}")
         spans = []

@@ -9,16 +9,18 @@ import sys
 from typing import TYPE_CHECKING, Any, Iterable
 
 from forensics.errors import ExitCode, ForensicsError
-from forensics.model import Finding
 
-if TYPE_CHECKING:
-    from forensics.table import Table
+if TYPE_CHECKING:  # forensics.model is not needed to parse a command line (the warm engine's client)
+    from forensics.model import Finding
+    from forensics.table import Selection, Table
 
 
-def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True) -> None:
+def add_table_arguments(p: argparse.ArgumentParser, *, table: bool = True, json: bool = True) -> None:
+    """`json=False`: a command that prints a stream (`watch`) has --jsonl of its own instead of --json."""
     if table:
         p.add_argument("table", metavar="TABLE", help="table path or URI (local path, file:, s3a://, abfss://, gs://)")
-    p.add_argument("--json", action="store_true", help="print JSON (the schema: delta-forensics schema COMMAND)")
+    if json:
+        p.add_argument("--json", action="store_true", help="print JSON (the schema: delta-forensics schema COMMAND)")
     p.add_argument("--no-cache", action="store_true", help="read the log afresh; neither use nor update the cache")
     p.add_argument("--strict", action="store_true", help="exit 1 if the log has any warning or error finding")
     p.add_argument("--master", metavar="URL", help="Spark master (default local[2]), e.g. spark://host:7077")
@@ -39,6 +41,36 @@ def add_utc_argument(p: argparse.ArgumentParser, *, prints_times: bool = True) -
     p.add_argument("--utc", action="store_true",
                    help="show times in UTC (default: local time with its offset; also DELTA_FORENSICS_UTC=1)" if prints_times
                    else "accepted by every command; this one prints no times")
+
+
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    """--from/--to (versions), --since/--until (commit times), --last N: the one way every command that
+    reads history picks its versions (forensics/log/select.py)."""
+    g = p.add_argument_group("which versions (docs/commands.md: Choosing versions)")
+    g.add_argument("--from", dest="from_version", type=int, metavar="V", help="first version (inclusive)")
+    g.add_argument("--to", dest="to_version", type=int, metavar="V", help="last version (inclusive)")
+    g.add_argument("--since", metavar="TIME",
+                   help="from the first commit at or after TIME: ISO 8601 (2024-06-20T09:00), a time of day today (09:00), "
+                        "relative (2h, 30m, 1d), today, yesterday; local time unless --utc or an offset")
+    g.add_argument("--until", metavar="TIME", help="to the last commit at or before TIME (the forms of --since)")
+    g.add_argument("--last", type=int, metavar="N", help="only the last N versions of the selection")
+
+
+def selection(args: argparse.Namespace) -> "Selection":
+    """The versions the command was asked for (a usage error, exit 2, for a time it cannot read)."""
+    from forensics.table import parse_selection as parsed
+    from forensics.times import utc_default
+
+    return parsed(from_version=getattr(args, "from_version", None), to_version=getattr(args, "to_version", None),
+                        since=getattr(args, "since", None), until=getattr(args, "until", None), last=getattr(args, "last", None),
+                        utc=bool(getattr(args, "utc", False)) or utc_default())
+
+
+def selected_versions(sel: "Selection", table: "Table") -> tuple[int | None, int | None]:
+    """(first, last) version the selection holds in the table, None where unbounded; RangeOutsideLog (exit 13)
+    when it holds none."""
+    r = table.select(sel)
+    return (r.first, r.last) if r is not None else (None, None)
 
 
 def open_table(args: argparse.Namespace) -> "Table":

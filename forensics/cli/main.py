@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import logging
 import os
 import pkgutil
 import re
@@ -23,6 +24,11 @@ from forensics import cache_root, fewer_collections
 from forensics.safe import remember_argv, remember_environment, scrub
 
 PROG = "delta-forensics"
+NO_ENGINE_HELP = ("run in this process, not in the warm engine (also DELTA_FORENSICS_ENGINE=off); "
+                  "docs/engine.md")
+LOG_LEVELS = ("debug", "info", "warning", "error")  # forensics.runtime.logs.LEVELS (not imported: start-up cost)
+LOG_LEVEL_HELP = ("the tool's log lines on stderr from this level up (default: warning), and Spark's level in the "
+                  "cache's spark.log when the tool starts the session (default: ERROR; debug: INFO); secrets are never shown")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -109,6 +115,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         epilog="Exit codes: " + ", ".join(f"{int(c)} {c.meaning}" for c in ExitCode) + ".",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--no-engine", action="store_true", help=NO_ENGINE_HELP)
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default=None, help=LOG_LEVEL_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     names = command_modules()
@@ -116,6 +124,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     for name in [chosen] if chosen else names:
         mod = importlib.import_module(f"forensics.cli.commands.{name}")
         mod.add_parser(sub)
+    for command in sub.choices.values():  # --no-engine after the command too
+        command.add_argument("--no-engine", action="store_true", default=argparse.SUPPRESS, help=NO_ENGINE_HELP)
+    for command in sub.choices.values():  # also after the command; SUPPRESS keeps a value given before it
+        command.add_argument("--log-level", choices=LOG_LEVELS, default=argparse.SUPPRESS, help=LOG_LEVEL_HELP)
     return parser
 
 
@@ -138,7 +150,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code or 0)
     if getattr(args, "utc", False):
         os.environ["DELTA_FORENSICS_UTC"] = "1"  # every human-facing time of this run (forensics.times)
+    if args.log_level:  # without it: Python's default, warnings and errors on stderr; Spark at ERROR
+        from forensics import set_log_level
+
+        set_log_level(args.log_level)
+        args.no_engine = True  # the lines describe work done here, not in the warm engine's process
+        logging.getLogger("forensics").debug("%s %s on Python %s: %s", PROG, __version__, sys.version.split()[0], args.command)
     try:
+        from forensics import engine_answer
+
+        answered = engine_answer(args, sys.argv[1:] if argv is None else argv)  # None: run here (forensics/engine)
+        if answered is not None:
+            return answered
         with fewer_collections():
             return int(args.func(args))
     except ForensicsError as e:
@@ -146,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(e.code)
     except KeyboardInterrupt:
         sys.stderr.write(f"{PROG}: interrupted\n")
-        return 130
+        return int(ExitCode.INTERRUPTED)
     except BrokenPipeError:
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115

@@ -93,6 +93,56 @@ def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None 
     return fit_table(HISTORY_COLUMNS, cells, width, title=Text(safe.inert(title, 300), style="italic") if title else None)
 
 
+# `history --full`: the fields of a version's block, in this order (its heading holds version, time, operation).
+_DETAIL_KEYS = ("inCommitTimestamp", "readVersion", "isolationLevel", "isBlindAppend", "txnId", "engineInfo", "clientVersion",
+                "userName", "userId", "job", "notebook", "clusterId", "userMetadata", "tags", "operationParameters",
+                "operationMetrics", "otherCommitInfo", "numAddFiles", "numRemoveFiles", "numCdcFiles", "partitionsTouched",
+                "txnAppIds", "source")
+
+
+def history_details(rows: list[dict[str, Any]], title: str = "", utc: bool | None = None) -> RenderableType:
+    """`history --full`: one block per version with every field of its `history --json` object
+    that has a value (maps one `key: value` a line, numbers as numbers), so nothing of the
+    commitInfo needs DESCRIBE HISTORY."""
+    from rich.table import Table
+
+    utc = utc_default() if utc is None else utc
+    out: list[RenderableType] = [Text(safe.inert(title, 300), style="italic")] if title else []
+    for r in rows:
+        head = Text(f"version {r['version']}", style="bold")
+        head.append(f"  {fmt_time(r.get('timestamp'), utc)}  ")
+        head.append(safe.text(r.get("operation") or "(no commitInfo)", "bold magenta", 60))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(style="cyan", no_wrap=True)
+        grid.add_column(overflow="fold")
+        for k in _DETAIL_KEYS:
+            v = r.get(k)
+            if v is None or v == {} or v == [] or (k == "source" and v == "commit"):
+                continue
+            if k == "inCommitTimestamp":
+                v = fmt_time(v, utc)
+            elif k == "partitionsTouched":
+                v = "; ".join(",".join(f"{pk}={pv}" for pk, pv in p.items()) for p in v)
+            if isinstance(v, dict):
+                grid.add_row(Text(k), Text(""))
+                for mk, mv in v.items():
+                    grid.add_row(Text("  " + safe.inert(mk, 80)), safe.text(_detail_value(mv), max_len=2000))
+            else:
+                grid.add_row(Text(k), safe.text(_detail_value(v), max_len=4000))
+        out += [head, grid, Text("")]
+    return Group(*out)
+
+
+def _detail_value(v: Any) -> str:
+    import json
+
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, ensure_ascii=False)
+    return str(v)
+
+
 SNAPSHOT_COLUMNS = (Col("path", squeeze=30, wrap=True), Col("partition", 1, squeeze=16, wrap=True),
                     Col("size", justify="right"), Col("DV", 2, squeeze=8), Col("added in", justify="right"))
 
@@ -411,8 +461,10 @@ def stats_view(st: Any, utc: bool | None = None, width: int | None = None) -> Re
                 for c in conc[:48]]
         parts += [Text("\nConcurrency: read→commit windows overlapping each bucket", style="bold"), fit_table(cols, rows, width)]
     r = st.retries
-    totals = ", ".join(f"{safe.inert(k, 60)} {v}" for k, v in r["metric_totals"].items()) or "none"
-    parts.append(Text(f"\nRetry indications: operationMetrics {totals}; "
+    totals = ", ".join(f"{safe.inert(k, 60)} {v}" for k, v in r["metric_totals"].items())
+    recorded = f"operationMetrics in {r['metric_commits']} of {st.totals['commits']} commit(s)"
+    recorded += f" ({totals})" if totals else (" (no retry counter)" if r["metric_commits"] else "")
+    parts.append(Text(f"\nRetry indications: {recorded}; "
                       f"{len(r['repeats'])} repeated commit(s) after a gap (inferred); {len(r['attempts'])} aborted attempt(s)"))
     for x in r["attempts"][:10]:
         if x["winning_version"] is not None:

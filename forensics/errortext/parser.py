@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import forensics.errortext.patterns as P
+from forensics.errortext.exceptions import error_text, is_exception_input
 from forensics.errortext.lenient_json import parse_lenient
 from forensics.errortext.negatives import why_not as negative_reason
 from forensics.errortext.partition import ROOT, parse_partition
@@ -49,12 +50,23 @@ class _Hit:
     notes: list[str] = field(default_factory=list)
 
 
-def parse_error_text(text: str) -> ErrorReport:
-    """Classify a pasted error text; never raises (input bounded to 2 MiB)."""
+def parse_error_text(text: object) -> ErrorReport:
+    """Classify a pasted error text, or what a job caught (an exception, its causes, a
+    traceback: forensics.errortext.exceptions); never raises (input bounded to 2 MiB)."""
     try:
-        return _parse(normalize(text))
+        return _parse(normalize(error_text(text)))
     except Exception as e:  # noqa: BLE001 - untrusted input must not crash the CLI
         return _unrecognized("", [], f"internal error while reading the text ({type(e).__name__})")
+
+
+def read_error(error: object) -> ErrorReport:
+    """An ErrorReport from whatever `explain_error` was given: an ErrorReport as is; text, bytes,
+    an exception or a traceback read (parse_error_text). TypeError for anything else."""
+    if isinstance(error, ErrorReport):
+        return error
+    if isinstance(error, (str, bytes, bytearray)) or is_exception_input(error):
+        return parse_error_text(error)
+    raise TypeError(f"an error text, an exception, a traceback or an ErrorReport, not {type(error).__name__}")
 
 
 # ------------------------------------------------------------------------------ helpers

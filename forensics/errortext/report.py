@@ -91,6 +91,8 @@ class ErrorReport:
     notes: tuple[str, ...] = ()  # caveats in words (why a family was chosen, inferred fields)
 
     def to_dict(self) -> dict[str, Any]:
+        """The parsed error text as JSON (camelCase keys): what `explain-error --json` says of the text
+        itself."""
         return {
             "recognized": self.recognized,
             "exception": self.exception,

@@ -27,6 +27,8 @@ __all__ = ["Attempt", "DataFile", "Evidence", "StrayCommit", "collect_evidence"]
 
 @dataclass
 class Evidence:
+    """What the table directory holds beyond the log: orphan data files, stray commit files, and the
+    aborted attempts they point to."""
     orphan_files: list[DataFile]
     unknown_files: list[DataFile]  # unreferenced, but may have been removed before the retained log began
     attempts: list[Attempt]
@@ -36,6 +38,7 @@ class Evidence:
     findings: list[Finding] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The `evidence --json` document (camelCase keys, without `schema_version`)."""
         return {
             "orphanFiles": [f.path for f in self.orphan_files],
             "unknownFiles": [f.path for f in self.unknown_files],

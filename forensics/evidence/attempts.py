@@ -13,6 +13,7 @@ import os
 import re
 import statistics
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
@@ -21,7 +22,7 @@ import polars as pl
 from forensics.evidence.walk import DataFile
 from forensics.log.delta_log import DeltaLog
 from forensics.schemas import camel_keys
-from forensics.times import with_iso
+from forensics.times import as_datetime, with_iso
 
 RE_PART = re.compile(r"^part-(\d{5})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[.-]c(\d{3})(.*)$")
 MIN_GAP_MS = 5
@@ -29,8 +30,26 @@ MAX_GAP_MS = 10 * 60 * 1000
 TRUST_TOLERANCE_MS = 60_000
 
 
+class SeenTimes:
+    """`first_seen_at` / `last_seen_at`: an attempt's file times (`first_seen` / `last_seen`, epoch
+    ms) as aware UTC datetimes, for everything that describes an attempt."""
+
+    first_seen: int | None
+    last_seen: int | None
+
+    @property
+    def first_seen_at(self) -> datetime | None:
+        """Its first file's time (aware UTC); `first_seen` is the epoch ms."""
+        return as_datetime(self.first_seen)
+
+    @property
+    def last_seen_at(self) -> datetime | None:
+        """Its last file's time (aware UTC); `last_seen` is the epoch ms."""
+        return as_datetime(self.last_seen)
+
+
 @dataclass
-class Attempt:
+class Attempt(SeenTimes):
     files: list[DataFile]
     partitions: list[dict[str, str | None]]
     first_seen: int
@@ -63,6 +82,19 @@ class Attempt:
     @property
     def ambiguous(self) -> bool:
         return bool(self.attribution is not None and self.attribution.ambiguous)
+
+    @property
+    def operation_shown(self) -> str | None:
+        """The operation the evidence identifies (its stray commit's, its files' content, else the
+        first candidate's hypothesis): what the conflict matrices class it by."""
+        if self.stray_commit and self.operation:
+            return self.operation
+        return attempt_operation(self)[0]
+
+    @property
+    def exception(self) -> str | None:
+        """The exception it most likely aborted with (`likely_exception`; the first candidate's)."""
+        return self.likely_exception
 
     def to_dict(self) -> dict[str, Any]:
         return with_iso({
@@ -206,3 +238,15 @@ def likely_retry(log: DeltaLog, attempt: Attempt, canon) -> int | None:
         if v >= 2:
             return v
     return None
+
+
+def attempt_operation(a: Any) -> tuple[str | None, str]:
+    """(operation, where it comes from) of an evidence Attempt: its first candidate's, else the kind its
+    rows show, else the replayed hypothesis's."""
+    first = a.candidates[0] if a.candidates else None
+    if first is not None and first.operation:
+        return first.operation, "content" if first.from_content else "hypothesis"
+    content = getattr(a, "content", None)
+    if content is not None and content.operations:
+        return content.operations[0], "content"
+    return (a.operation, "hypothesis") if a.operation else (None, "unknown")

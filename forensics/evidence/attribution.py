@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from forensics.evidence.attempts import Attempt, Clock
 from forensics.evidence.footers import ReadBounds
+from forensics.evidence.content import weakened
 from forensics.evidence.hypotheses import (AFTER_MS, Hypothesis, _try, app_ids_of, hypotheses, partition_predicate,
                                            retry_hypothesis, txn_app_ids, window)
 from forensics.log.delta_log import DeltaLog
@@ -91,8 +92,20 @@ class Attribution:
         return parts[0] if len(parts) == 1 else "one of " + ", ".join(parts)
 
 
+def _per_log(log: DeltaLog, name: str, compute: Any) -> Any:
+    """`compute(log)` once per opened log (kept on it): each attempt of a table asks the same of its commits."""
+    memo = vars(log).setdefault("_attribution_memo", {})
+    if name not in memo:
+        memo[name] = compute(log)
+    return memo[name]
+
+
 def _streaming_since(log: DeltaLog) -> dict[str, int]:
     """appId -> the first version at which a streaming write of that query committed."""
+    return _per_log(log, "streaming_since", _first_streaming_versions)
+
+
+def _first_streaming_versions(log: DeltaLog) -> dict[str, int]:
     out: dict[str, int] = {}
     for v, op, raw in log.commits.select(["version", "operation", "txn_app_ids"]).iter_rows():
         if "STREAMING" in str(op or "").upper():
@@ -105,9 +118,13 @@ _VERBS = {"OPTIMIZE": "compacted", "DELETE": "deleted", "UPDATE": "updated", "ME
           "INSERT": "blind-appended into", "OVERWRITE": "overwrote"}
 
 
-def _slowest_transaction_ms(log: DeltaLog, at_least: int = 3) -> int | None:
+def _slowest_transaction_ms(log: DeltaLog) -> int | None:
     """The longest read-to-commit time among commits that record their readVersion (None: fewer than
-    `at_least` do): how stale a transaction of this table's writers gets."""
+    three do): how stale a transaction of this table's writers gets."""
+    return _per_log(log, "slowest_transaction_ms", _slowest_span_ms)
+
+
+def _slowest_span_ms(log: DeltaLog, at_least: int = 3) -> int | None:
     ts = dict(log.commits.select(["version", "timestamp"]).iter_rows())
     spans = [ts[v] - ts[r] for v, r in log.commits.select(["version", "read_version"]).iter_rows()
              if r is not None and r < v and ts.get(v) is not None and ts.get(r) is not None]
@@ -266,10 +283,12 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     lo, hi = r_lo, until
     allowed: frozenset[int] | None = None
     attempt.content = reading
+    rows_bound = False
     if reading is not None and reading.read_versions is not None and read_version is None:
         c_lo, c_hi = reading.read_versions
         if max(oldest, c_lo) <= min(c_hi, until):
             lo, hi = max(oldest, c_lo), min(c_hi, until)
+            rows_bound = True
             basis.append(reading.why)
         else:
             basis.append(f"{reading.why} (outside the window its file times allow: the rows' bound is not used)")
@@ -310,6 +329,13 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     # A job commits after writing its files: commits that landed just after its last file can still
     # have beaten it (ranked after those that landed before).
     att = run(max(after) if after else until)
+    if not att.candidates and rows_bound:
+        # The attempt aborted, yet no read version the rows allow names a conflict: the rows were not
+        # what it rewrote (new rows equal to old ones). Drop their bound and their operation.
+        lo, hi, allowed = max(r_lo, 0), until, (bounds.versions if bounds is not None else None)
+        reading = weakened(reading)
+        basis.append("no read version the rows' bound allows names a conflict: the bound and the operation they show are not used")
+        att = run(max(after) if after else until)
     extended = bool(after) and bool(att.candidates) and all(c.winning_version > until for c in att.candidates)
     if after:
         att.basis.append(f"commits that landed within {AFTER_MS // 1000} s after its last file (v{min(after)}..v{max(after)}) "

@@ -267,10 +267,11 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
         live = frozenset(p for p in fed if span(p)[0] <= v < span(p)[1])
         scored.append((counts(live)[1], -sum(by_path[p][1].height for p in live), live))
     top = max(sc[:2] for sc in scored)
-    ties = [sc[2] for sc in scored if sc[:2] == top]
-    live = ties[0]
-    # Sets that explain the rows equally well (a later commit rewrote the same rows unchanged, a
-    # compaction): the attempt may have read any of them, so the read versions span them all.
+    live = next(sc[2] for sc in scored if sc[:2] == top)
+    # Sets that explain as many of its rows (a later commit rewrote the same rows unchanged, a
+    # compaction, duplicated rows): the attempt may have read any of them, so the read versions span
+    # them all; the fewest rows of their own only chooses the set the counts below describe.
+    ties = [sc[2] for sc in scored if sc[0] == top[0]]
     spans = [(max(span(p)[0] for p in t), min(span(p)[1] for p in t) - 1) for t in ties]
     kept, matched, src_hit = counts(live)
     changed = matched - kept
@@ -288,6 +289,16 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
     else:
         kind = "merge"
     n = len(live)
+    deletes = writer_operations(created_by, codec) == ("DELETE",)
+    if kind != "compaction" and not deletes and dropped >= matched:
+        # A rewrite carries the rows of its source files it leaves alone; one that would have dropped
+        # as many of them as it kept is as likely new rows equal to old ones (a re-run's or a re-ingested batch's
+        # upsert, an append of duplicates) as a rewrite: it bounds neither the operation nor the
+        # read versions. Only a writer that writes nothing but DELETEs says otherwise.
+        return _reading("weak", writer, created_by, codec, tuple(sorted(live)), None,
+                        f"{matched} of its {orphan.height} rows are rows of {n} committed file(s), whose other {dropped} "
+                        "rows it would have dropped: as likely new rows equal to old ones as a rewrite of those files, "
+                        "so they bound neither what it did nor the versions it read")
     if kind != "compaction" and 2 * matched < orphan.height and 2 * matched < src_rows:
         # Few of its rows are rows of those files and most of theirs are gone: as likely new rows that
         # happen to equal old ones (an overwrite) as a rewrite. Neither the operation nor the read
@@ -306,6 +317,11 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
     return replace(_reading(kind, writer, created_by, codec, tuple(sorted(live)), (lo, hi),
                             f"its {orphan.height} rows are {what}; those files were all live at {when}{again}", pred),
                    rerun_version=rerun_version)
+
+
+def weakened(reading: ContentReading) -> ContentReading:
+    """The reading with its bound and operation withdrawn (the rows were not what the attempt rewrote)."""
+    return replace(reading, kind="weak", operations=_KIND_OPS["weak"], read_versions=None, predicate=None)
 
 
 MAX_IN = 20
@@ -370,6 +386,13 @@ def _reading(kind: str, writer: str, created_by: str | None, codec: str | None, 
         both = tuple(o for o in ops if o in narrowed)
         if both:
             ops = both
+        elif kind == "compaction":
+            # every row unchanged, yet a writer that does not compact: an UPDATE or MERGE that set
+            # the values they had (a re-run upsert of the same source)
+            # (a writer that only deletes leaves it a compaction: a DELETE that removed no row of those
+            # files read just them, as a compaction does, and replays the same)
+            ops = tuple(o for o in ("MERGE", "UPDATE") if o in narrowed) or ops
+            kind = "update" if ops != _KIND_OPS["compaction"] else kind
         elif kind != "append":
             ops = ops  # the rows say more than the writer: keep what they show
         else:

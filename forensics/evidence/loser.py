@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -22,8 +23,9 @@ from forensics.evidence.attribution import Candidate, same_rule
 from forensics.evidence.hypotheses import Hypothesis, partition_predicate
 from forensics.evidence.walk import canonical
 from forensics.errors import ExitCode, ForensicsError
-from forensics.times import fmt_time, utc_default
+from forensics.times import as_datetime, fmt_time, utc_default
 from forensics.log.delta_log import DeltaLog
+from forensics.model import CommitRecord
 from forensics.sets.commit_sets import StateIndex
 from forensics.replay.advice import Advice
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
@@ -79,6 +81,8 @@ def facts_from_sql(sql: str) -> tuple[str, str | None]:
 
 @dataclass
 class ErrorExplanation:
+    """A failed transaction explained from its error: the committed version that beat it, by which rule,
+    how sure, and what to change."""
     report: ErrorReport
     match: WinnerMatch | None
     winning_version: int | None
@@ -96,16 +100,77 @@ class ErrorExplanation:
     # Every answer the text and the table allow, most likely first (the first is `winning_version`'s);
     # from the aborted attempt the text is tied to when its orphan files are in the table.
     candidates: list[Candidate] = field(default_factory=list)
+    # The winning version's commit as the log records it (set by the front object; not in the JSON).
+    winning_commit: CommitRecord | None = field(default=None, repr=False, compare=False)
 
     @property
     def ambiguous(self) -> bool:
+        """More than one commit may have beaten the transaction (`candidates` ranks them)."""
         return len({c.winning_version for c in self.candidates}) > 1 or bool(self.match and self.match.ambiguous)
 
+    # Flat answers for code (the same values as the JSON's keys of the same name).
+    @property
+    def verdict(self) -> str:
+        """`aborted`: the transaction that printed the error never committed (as `replay`'s aborted rows)."""
+        return "aborted"
+
+    @property
+    def recognized(self) -> bool:
+        """Whether the text or exception was recognised as a Delta concurrency error."""
+        return self.report.recognized
+
+    @property
+    def exception(self) -> str | None:
+        """The Delta exception's simple name, e.g. `ConcurrentAppendException`."""
+        return self.report.exception
+
+    @property
+    def error_class(self) -> str | None:
+        """Delta's error class (`DELTA_CONCURRENT_APPEND`, ...) as the error gave it."""
+        return self.report.error_class
+
+    @property
+    def family(self) -> str:
+        """The writer family the text comes from (delta-spark, delta-rs, kernel, databricks, unknown)."""
+        return self.report.family
+
+    @property
+    def rule(self) -> str | None:
+        """The rule that fired: append, delete-read, delete-delete, metadata, protocol, txn, write, ..."""
+        return self.report.rule
+
+    @property
+    def partition(self) -> dict[str, Any] | None:
+        """The partition the error names, parsed into column values."""
+        return self.report.partition
+
+    @property
+    def file(self) -> str | None:
+        """The data file the error names, if any."""
+        return self.report.file
+
+    @property
+    def certainty(self) -> str | None:
+        """`inferred` when the loser was rebuilt and replayed (it never reached the log), else None."""
+        return "inferred" if self.replay else None
+
+    @property
+    def winner_committed_at(self) -> datetime | None:
+        """When the winning commit landed (aware UTC), from the log."""
+        return as_datetime(self.winning_commit.timestamp) if self.winning_commit is not None else None
+
     def story(self) -> list[Any]:
-        """The incident in a few plain lines (StoryLine): who won, what each side did, the rule, how sure, what to change."""
+        """The incident in a few plain lines (StoryLine, a str): who won, what each side did, the rule,
+        how sure, what to change. `"\\n".join(x.story())` prints it."""
         return list(self.story_lines)
 
+    @property
+    def story_text(self) -> str:
+        """The story as one text, a line each."""
+        return "\n".join(str(line) for line in self.story_lines)
+
     def to_dict(self) -> dict[str, Any]:
+        """The `explain-error --json` document (camelCase keys, without `schema_version`)."""
         r = self.report
         return {
             "recognized": r.recognized,

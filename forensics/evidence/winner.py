@@ -19,6 +19,8 @@ from forensics.log.delta_log import DeltaLog
 
 @dataclass
 class WinnerMatch:
+    """How the winner of a failed transaction was found in the log (by version, txnId, time and operation),
+    the candidates, and whether it is ambiguous."""
     version: int | None
     candidates: list[int]
     how: str  # "version" | "txnId" | "timestamp+operation" | "timestamp" | "readVersion+operation" | "none"
@@ -27,6 +29,7 @@ class WinnerMatch:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
+        """The match as JSON: how, candidates, ambiguous, why."""
         return {"how": self.how, "candidates": self.candidates, "ambiguous": self.ambiguous, "why": self.why}
 
 

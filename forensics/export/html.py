@@ -394,7 +394,9 @@ def _stats(st: dict[str, Any]) -> str:
         out.append(f'<svg width="{max(100, len(conc[:400]) * w)}" height="95">{"".join(bars)}</svg>')
     r = st["retries"]
     out.append("<h3>Retry indications</h3>")
-    out.append(f"<p>operationMetrics: {e(r['metricTotals'] or 'none')} · repeated commits after a gap: {len(r['repeats'])} · "
+    counters = ", ".join(f"{k} {v}" for k, v in r["metricTotals"].items()) or "no retry counter"
+    out.append(f"<p>operationMetrics in {r['metricCommits']} of {st['totals']['commits']} commit(s): {e(counters)} · "
+               f"repeated commits after a gap: {len(r['repeats'])} · "
                f"aborted attempts: {len(r['attempts'])}</p>")
     if r["repeats"]:
         out.append(_table(["version", "previous", "writer", "operation", "gap ms", "why"],

@@ -21,7 +21,9 @@ from typing import Any, Callable
 
 import polars as pl
 
-CACHE_FORMAT = 6  # 5: fewer commitInfo columns; 6: generations behind an atomic pointer
+from forensics.runtime.logs import logger
+
+CACHE_FORMAT = 7  # 5: fewer commitInfo columns; 6: generations behind an atomic pointer; 7: the whole commitInfo (typed metrics, clientVersion, other keys)
 GC_AGE_S = 3600  # a generation no longer current, or a killed writer's leftovers, kept this long
 POINTER = "current"
 
@@ -68,6 +70,7 @@ def load(cache_dir: Path, table_uri: str, fallback: Callable[[list[int]], pl.Dat
     except Exception:  # noqa: BLE001 - a damaged cache is rebuilt, never trusted
         return None
     versions = commits["version"].to_list()
+    logger.info("%d commit(s) already parsed, from the cache %s", len(versions), gen)
 
     def actions() -> pl.DataFrame:
         try:

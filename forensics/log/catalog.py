@@ -3,7 +3,7 @@
 Through the Spark session the table is read with (a caller's session, a cluster's, or the local
 one): where Delta's JVM classes are present, delta-spark's `DeltaTable.forName(...).detail()`;
 otherwise the session catalog's table metadata, reached through Spark's own parser (the name is
-parsed, never run as SQL). Unity Catalog's REST API is not used (see the README).
+parsed, never run as SQL). Unity Catalog's REST API is not used (see docs/stores.md).
 """
 
 from __future__ import annotations

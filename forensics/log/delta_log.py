@@ -46,6 +46,8 @@ def _default_spark() -> Any:
 
 @dataclass
 class DeltaLog:
+    """The parsed `_delta_log`: one row per commit and per file action, the findings, and whether it came
+    from the cache."""
     location: str
     listing: L.LogListing
     commits: pl.DataFrame
@@ -171,6 +173,7 @@ class DeltaLog:
 
     @property
     def versions(self) -> list[int]:
+        """The retained versions, ascending."""
         return list(self._version_rows())
 
     def has_version(self, version: int) -> bool:
@@ -205,12 +208,14 @@ class DeltaLog:
 
     @property
     def latest_version(self) -> int | None:
+        """The newest version the listing or the parsed commits know, or None for an empty log."""
         lv = self.listing.latest_version
         vs = self.versions
         cands = [x for x in (lv, vs[-1] if vs else None) if x is not None]
         return max(cands) if cands else None
 
     def record(self, version: int) -> CommitRecord:
+        """The commit at `version`; VersionNotInLog (exit 7) when it is not retained."""
         if version not in self._records:
             i = self._version_rows().get(version)
             if i is None:
@@ -219,12 +224,15 @@ class DeltaLog:
         return self._records[version]
 
     def records(self) -> list[CommitRecord]:
+        """Every retained commit, in version order."""
         return [record_from_row(r) for r in self.commits.to_dicts()]
 
     def actions_of(self, version: int) -> pl.DataFrame:
+        """The file actions (add, remove, cdc) of one version."""
         return self._of("actions", version)
 
     def others_of(self, version: int) -> pl.DataFrame:
+        """The other actions (metaData, protocol, txn, domainMetadata, ...) of one version."""
         return self._of("others", version)
 
     def _of(self, table: str, version: int) -> pl.DataFrame:
@@ -250,6 +258,7 @@ class DeltaLog:
         return self._derived
 
     def spark(self) -> Any:
+        """The Spark session, started on first use (most questions about a cached table never need it)."""
         self.spark_started = True
         return self.spark_factory()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import polars as pl
 
-from forensics.log.params import decode_parameters, parse_commit_info
+from forensics.log.params import decode_metrics, decode_parameters, finite_json, other_commit_info, parse_commit_info
 from forensics.model import CommitRecord, Finding
 
 COMMIT_SCHEMA: dict[str, Any] = {
@@ -32,9 +32,11 @@ COMMIT_SCHEMA: dict[str, Any] = {
     "job": pl.Utf8,
     "notebook": pl.Utf8,
     "cluster_id": pl.Utf8,
-    "operation_metrics": pl.Utf8,
+    "operation_metrics": pl.Utf8,  # JSON object, numbers as numbers whatever the writer (params.metric_value)
     "user_metadata": pl.Utf8,
     "tags": pl.Utf8,
+    "client_version": pl.Utf8,
+    "other_commit_info": pl.Utf8,  # JSON object of the keys without a column (params.other_commit_info); null without commitInfo
     "num_add": pl.Int64,
     "num_remove": pl.Int64,
     "num_cdc": pl.Int64,
@@ -118,9 +120,11 @@ def build_commit_index(
                 "job": _json_or_none(ci.get("job")),
                 "notebook": _json_or_none(ci.get("notebook")),
                 "cluster_id": _str(ci.get("clusterId")),
-                "operation_metrics": _json_or_none(ci.get("operationMetrics")),
+                "operation_metrics": _json_or_none(decode_metrics(ci.get("operationMetrics"))),
                 "user_metadata": _str(ci.get("userMetadata")),
-                "tags": _json_or_none(ci.get("tags")),
+                "tags": _json_or_none(finite_json(ci["tags"]) if isinstance(ci.get("tags"), dict) else None),
+                "client_version": _str(ci.get("clientVersion")),
+                "other_commit_info": _json_or_none(other_commit_info(ci)) if ci_row else None,
                 "num_add": c.get("add", 0),
                 "num_remove": c.get("remove", 0),
                 "num_cdc": c.get("cdc", 0),
@@ -220,6 +224,8 @@ def record_from_row(row: dict[str, Any]) -> CommitRecord:
         operation_metrics=_loads(row["operation_metrics"], None),
         user_metadata=row["user_metadata"],
         tags=_loads(row["tags"], None),
+        client_version=row["client_version"],
+        other_commit_info=_loads(row["other_commit_info"], None),
         num_add=row["num_add"],
         num_remove=row["num_remove"],
         num_cdc=row["num_cdc"],

@@ -1,4 +1,7 @@
-"""Decode commitInfo.operationParameters as delta-spark writes them (conflict-rules §8.1).
+"""Decode a commitInfo as the engines write it: operationParameters (below), operationMetrics
+(`metric_value`) and the keys without a field of their own (`other_commit_info`).
+
+operationParameters as delta-spark writes them (conflict-rules §8.1).
 
 Each value is JSON-encoded in memory and written raw: string parameters are JSON strings,
 booleans and numbers are raw JSON, and list-valued parameters (DELETE `predicate`, MERGE
@@ -9,6 +12,8 @@ more decode. We decode that second level only where the string is JSON array/obj
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import Any
 
 MAX_PARAM_CHARS = 1 << 20
@@ -40,3 +45,71 @@ def parse_commit_info(raw: str | None) -> dict[str, Any]:
     except ValueError:
         return {}
     return obj if isinstance(obj, dict) else {}
+
+
+# ---- commitInfo beyond the parameters -------------------------------------------------------
+
+# The commitInfo keys that have a field of their own in `history` (and CommitRecord); every other
+# key an engine wrote (delta-rs' flattened custom metadata such as `writer`, a future field) is
+# kept as written under `otherCommitInfo`, so nothing of the commitInfo is dropped.
+COMMIT_INFO_KEYS = frozenset((
+    "timestamp", "inCommitTimestamp", "operation", "operationParameters", "readVersion", "isolationLevel",
+    "isBlindAppend", "txnId", "engineInfo", "userName", "userId", "job", "notebook", "clusterId",
+    "operationMetrics", "userMetadata", "tags", "clientVersion",
+))
+# The keys whose value must be a JSON object to be shown in their own field.
+_OBJECT_KEYS = ("operationMetrics", "tags")
+
+# A whole JSON number (RFC 8259 §6), ASCII digits only: "10", "-3", "2.5", "1e3".
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+_MAX_NUMBER_CHARS = 64
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def metric_value(value: Any) -> Any:
+    """One operationMetrics value as a number when it is one, whatever the writer.
+
+    delta-spark and Databricks write every metric as a JSON string ("10"; SQLMetric values go
+    through a Map[String, String]); delta-rs writes JSON numbers, and on OPTIMIZE also booleans,
+    text (`plannerStrategy`) and JSON text (`filesAdded`). A string that is a whole JSON number
+    becomes that integer (within 64 bits) or finite float; anything else is kept as written."""
+    if type(value) is str:
+        if value.isdigit() and value.isascii() and len(value) <= 18 and (value[0] != "0" or len(value) == 1):
+            return int(value)  # the common case, cheaply: ASCII digits, no leading zero, within 64 bits
+        m = _JSON_NUMBER.fullmatch(value) if len(value) <= _MAX_NUMBER_CHARS else None
+        if m is not None:
+            if m.group(1) is None and m.group(2) is None:
+                n = int(value)
+                return n if INT64_MIN <= n <= INT64_MAX else value
+            f = float(value)
+            return f if math.isfinite(f) else value
+        return value
+    if type(value) is int or type(value) is bool or value is None:
+        return value
+    return finite_json(value)
+
+
+def decode_metrics(metrics: Any) -> dict[str, Any] | None:
+    """commitInfo.operationMetrics with numbers as numbers (`metric_value`); None unless an object."""
+    if not isinstance(metrics, dict):
+        return None
+    return {k: metric_value(v) for k, v in metrics.items()}  # JSON object keys are strings
+
+
+def other_commit_info(ci: dict[str, Any]) -> dict[str, Any]:
+    """The commitInfo keys without a field of their own, values as written (operationMetrics or
+    tags that are not JSON objects land here too, rather than being dropped)."""
+    return {k: finite_json(v) for k, v in ci.items()
+            if k not in COMMIT_INFO_KEYS or (k in _OBJECT_KEYS and v is not None and not isinstance(v, dict))}
+
+
+def finite_json(value: Any) -> Any:
+    """`value` with every non-finite float (Python's JSON reader accepts NaN and Infinity, and
+    reads 1e400 as inf) replaced by its text, so that it can be written back as strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite_json(v) for v in value]
+    return value

@@ -24,6 +24,7 @@ import pyarrow as pa
 from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import Checkpoint, LogFile, LogListing
 from forensics.model import Finding
+from forensics.runtime.logs import logger
 from forensics.runtime.spark import error_summary
 
 # Column names of the Arrow tables this module returns (the cache stores them as is).
@@ -98,6 +99,7 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
     if not files:
         return ParsedFiles(_empty(ACTION_COLUMNS), _empty(OTHER_COLUMNS))
     versions = source_version or {f.uri: _version_of(f.name) for f in files}
+    logger.info("parsing %d commit file(s), %d bytes, with Spark", len(files), sum(f.size or 0 for f in files))
     try:
         with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
             tbl = _parse_and_collect(spark, files, versions)

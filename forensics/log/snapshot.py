@@ -100,7 +100,7 @@ def checkpoint_tables(
     missing = [f for f in parsed.findings if f.code == "checkpoint.sidecar_missing"]
     if missing:
         # Without all its sidecars the checkpoint's file list is incomplete: not a usable base
-        # (README: "an older base is used instead"), and never cached as if it were whole.
+        # (docs/findings.md: "an older checkpoint or the commits are used instead"), and never cached as if it were whole.
         err = ForensicsError(
             ExitCode.UNREADABLE,
             f"{len(missing)} sidecar(s) named by the checkpoint are missing ({missing[0].file})",
@@ -187,7 +187,7 @@ def state_actions(log: DeltaLog, version: int, findings: list[Finding] | None = 
         except ForensicsError as e:
             if not broken:
                 raise
-            # Every base that could rebuild this version is broken: beyond salvage (README exit 4),
+            # Every base that could rebuild this version is broken: beyond salvage (docs/exit-codes.md: 4),
             # said with the checkpoint file that failed rather than as a missing version.
             first = broken[0]
             raise ForensicsError(

@@ -131,6 +131,15 @@ def tokenize(text: str, quotes: bool = True) -> list[Tok]:
         elif ch == ")":
             i += 1
             toks.append(Tok("rp", ch, start, i))
+            # A Python UDF prints its result id after its arguments (`gate(id#202)#205`, Spark's
+            # PythonUDF.toString, seen in delta-spark 4.4's DELETE/UPDATE predicates): it names no
+            # column, so it is dropped and the call parses like any other function.
+            if i + 1 < n and text[i] == "#" and text[i + 1].isdigit():
+                i += 1
+                while i < n and text[i].isdigit():
+                    i += 1
+                if i < n and text[i] == "L" and not (i + 1 < n and _is_word_char(text[i + 1])):
+                    i += 1
         elif ch == ",":
             i += 1
             toks.append(Tok("comma", ch, start, i))

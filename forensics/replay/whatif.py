@@ -28,6 +28,7 @@ OPERATIONS = ("INSERT", "APPEND", "OVERWRITE", "WRITE", "DELETE", "UPDATE", "MER
 
 @dataclass
 class WhatIfRequest:
+    """A hypothetical transaction to replay against the log: what it read, what it does, where."""
     read_version: int
     operation: str
     predicate: str | None = None
@@ -41,6 +42,10 @@ class WhatIfRequest:
 
 @dataclass
 class WhatIfResult:
+    """The hypothetical transaction's outcome. The answer is flat (`verdict`, `exception`,
+    `winning_version`, `rule`, `partition`, `file`, `message`, `certainty`: the JSON's keys of the
+    same names); `result` keeps the replay's full record with every check."""
+
     request: WhatIfRequest
     result: WindowResult
     profile_why: str
@@ -50,7 +55,68 @@ class WhatIfResult:
     winners: list[int]
     notes: list[str]
 
+    @property
+    def verdict(self) -> str:
+        """`commit` or `abort`: what the engine would do with the transaction."""
+        return self.result.verdict
+
+    @property
+    def exception(self) -> str | None:
+        """The exception it would abort with, e.g. `ConcurrentAppendException` (None: it commits)."""
+        return self.result.exception
+
+    @property
+    def winning_version(self) -> int | None:
+        """The commit that would beat it."""
+        return self.result.winning_version
+
+    @property
+    def rule(self) -> str:
+        """The check that would abort it, or `none`."""
+        return self.result.rule
+
+    @property
+    def partition(self) -> dict[str, str | None] | None:
+        """The partition the conflict would be on, if any."""
+        return self.result.partition
+
+    @property
+    def file(self) -> str | None:
+        """The data file the conflict would be on, if any."""
+        return self.result.file
+
+    @property
+    def message(self) -> str:
+        """The engine's message for an abort; a one-line summary for a commit."""
+        return self.result.message
+
+    @property
+    def reordered_before(self) -> list[int]:
+        """Winners it would be serialised before (forgiven blind appends)."""
+        return list(self.result.reordered_before)
+
+    @property
+    def certainty(self) -> str:
+        """exact, superset, subset, unknown, inferred: how far the replay's inputs are known."""
+        return self.result.certainty.value
+
+    @property
+    def profile(self) -> str:
+        """The rule profile it was replayed with."""
+        return self.result.profile
+
+    @property
+    def read_version(self) -> int:
+        """The snapshot version the hypothetical transaction read."""
+        return self.request.read_version
+
+    @property
+    def checks(self) -> list[Any]:
+        """Every check against every winning commit (CheckOutcome)."""
+        return list(self.result.checks)
+
     def to_dict(self) -> dict[str, Any]:
+        """The `whatif --json` document (camelCase keys, without `schema_version`)."""
         d = {
             "verdict": self.result.verdict,
             **outcome_fields(self.result),

@@ -101,6 +101,8 @@ class ReorderCount:
 
 @dataclass
 class ReplayReport:
+    """Every concurrent commit's verdict, replayed with the engine's conflict rules, with every check it
+    ran."""
     location: str
     verdicts: dict[int, CommitVerdict]
     total_commits: int
@@ -111,6 +113,7 @@ class ReplayReport:
 
     @property
     def counts(self) -> dict[str, int]:
+        """How many verdicts of each kind: clean, reordered, anomaly, skipped."""
         c = {"clean": 0, "reordered": 0, "anomaly": 0, "skipped": 0}
         for v in self.verdicts.values():
             c[v.verdict] = c.get(v.verdict, 0) + 1
@@ -122,6 +125,7 @@ class ReplayReport:
         return ReorderCount.of(self.verdicts.values())
 
     def to_dict(self) -> dict[str, Any]:
+        """The `replay --json` document (camelCase keys, without `schema_version`)."""
         return {
             "table": self.location,
             "rules": self.rules,

@@ -64,9 +64,11 @@ class WriterConf:
 
     @property
     def not_modelled(self) -> tuple[str, ...]:
+        """The writer settings given that no replayed rule reads."""
         return tuple(k for k, _ in self.settings if k not in MODELLED)
 
     def not_modelled_notes(self) -> list[str]:
+        """One note per setting that changes nothing here (the CLI prints them)."""
         return [f"writer setting {k} is not modelled: no conflict rule delta-forensics replays reads it, so "
                 "verdicts are as if it were unset" for k in self.not_modelled]
 
@@ -92,6 +94,7 @@ class WriterConf:
         return out + self.not_modelled_notes()
 
     def to_dict(self) -> dict[str, Any]:
+        """The settings and which of them are not modelled, as JSON."""
         return {"settings": dict(self.settings), "not_modelled": list(self.not_modelled)}
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from forensics.errors import ExitCode, ForensicsError
 
@@ -49,6 +49,9 @@ def need_for(size: int, longest_line: int) -> int:
     return HEAP_PER_FILE_BYTE * size + HEAP_PER_LINE_BYTE * longest_line
 
 
+# Called (need, running heap) before a need beyond the running session's heap is refused; the
+# warm engine (forensics/engine/server.py) sets it to hand the command back to its client.
+beyond_running_heap: Callable[[HeapNeed, int], None] | None = None
 _session: Any = None  # the process's one session, as forensics.runtime.spark started it
 _session_key: Any = None
 
@@ -75,6 +78,8 @@ def reserve(need: HeapNeed) -> None:
         return  # a cluster or Connect: executors parse, with the cluster's memory
     limit = _running_max_heap(session)
     if limit and HEAP_BASE + need.bytes > limit:
+        if beyond_running_heap is not None:  # the warm engine: the command runs in-process instead, sized for it
+            beyond_running_heap(need, limit)
         raise _too_big(need, limit, "the running Spark session's driver heap")
 
 

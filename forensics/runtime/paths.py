@@ -8,6 +8,8 @@ from pathlib import Path
 
 
 def cache_root() -> Path:
+    """Where the tool keeps its cache, spark.log and last-error.txt: `$DELTA_FORENSICS_CACHE_DIR`, else the
+    user cache directory."""
     env = os.environ.get("DELTA_FORENSICS_CACHE_DIR")
     if env:
         return Path(env)

@@ -9,12 +9,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError
 from forensics.runtime import heap
 from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
+from forensics.runtime.logs import logger, spark_log_level
 from forensics.runtime.paths import cache_root
 from forensics.safe import remember_settings, scrub
 
@@ -118,14 +120,26 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
             return _session
         java = check_java()
         heap.plan_start(conf or {})  # the heap the listing asked for, or a one-line refusal
-        _session = _start_local(master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]"), java, conf or {})
+        started = time.monotonic()
+        chosen_master = master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]")
+        logger.info("starting a Spark session (master %s, Java %s%s)", chosen_master, java.major,
+                    f"; settings {', '.join(sorted(conf))}" if conf else "")  # names only: a value may be a credential
+        _session = _start_local(chosen_master, java, conf or {})
+        logger.info("Spark %s started in %.1f s; its log: %s", _session.version, time.monotonic() - started, _spark_log_path())
         try:
-            _session.sparkContext.setLogLevel("ERROR")
+            # Twice: Spark skips a level equal to the root's (INFO by default), leaving the console's WARN filter on.
+            _session.sparkContext.setLogLevel("OFF")
+            _session.sparkContext.setLogLevel(spark_log_level())
         except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
             pass
         _session_key = key
         heap.note_session(_session, key)
         return _session
+
+
+def running_session() -> Any:
+    """The session get_spark started in this process, or None (nothing is started by asking)."""
+    return _session
 
 
 def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:

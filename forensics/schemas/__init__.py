@@ -18,10 +18,14 @@ from typing import Any, Callable
 
 from forensics.errors import ExitCode, ForensicsError
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 # Every command with --json, by its CLI name.
-SCHEMA_COMMANDS = ("conformance", "evidence", "explain", "explain-error", "export", "history", "replay", "sets",
+SCHEMA_COMMANDS = ("conformance", "evidence", "explain", "explain-error", "export", "find", "history", "replay", "sets",
                    "snapshot", "stats", "synth", "whatif")
+# Documents printed one per line (JSON Lines), by the name `schema` knows them by: `replay --jsonl`
+# and `watch --jsonl` print the same verdict lines.
+LINE_SCHEMAS = ("replay-jsonl",)
+SCHEMA_NAMES = SCHEMA_COMMANDS + LINE_SCHEMAS  # every shipped schema file
 ALIAS_OF = "x-aliasOf"  # on a deprecated property: the key it is the old name of
 
 
@@ -31,8 +35,9 @@ def schema_file(command: str) -> str:
 
 def schema_text(command: str) -> str:
     """The shipped schema file of `command`, as it is on disk."""
-    if command not in SCHEMA_COMMANDS:
-        raise ForensicsError(ExitCode.USAGE, f"no JSON schema for {command!r}; commands with --json: {', '.join(SCHEMA_COMMANDS)}")
+    if command not in SCHEMA_NAMES:
+        raise ForensicsError(ExitCode.USAGE, f"no JSON schema for {command!r}; commands with --json: {', '.join(SCHEMA_COMMANDS)}; "
+                             f"JSON Lines: {', '.join(LINE_SCHEMAS)}")
     return resources.files(__name__).joinpath(schema_file(command)).read_text(encoding="utf-8")
 
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from forensics.schemas import ALIAS_OF, SCHEMA_COMMANDS, SCHEMA_VERSION, schema_file
+from forensics.schemas import ALIAS_OF, SCHEMA_COMMANDS, SCHEMA_NAMES, SCHEMA_VERSION, schema_file
 from forensics.times import iso_key
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -259,6 +259,12 @@ HISTORY_ROW = obj({
     "operationParameters": null(mapping(description="commitInfo.operationParameters, decoded (conflict-rules §8.1)")),
     "readVersion": INT_N, "isolationLevel": STR_N, "isBlindAppend": BOOL_N, "txnId": STR_N, "engineInfo": STR_N,
     "userName": STR_N, "userId": STR_N, "job": null(mapping()), "notebook": null(mapping()), "clusterId": STR_N,
+    "operationMetrics": null(mapping(description="commitInfo.operationMetrics with numbers as numbers whatever the writer (delta-spark and "
+                                                 "Databricks write strings, delta-rs numbers); a value that is not a number is kept as written")),
+    "userMetadata": STR_N, "tags": null(mapping(description="commitInfo.tags, as written")),
+    "clientVersion": STR_N,
+    "otherCommitInfo": null(mapping(description="every other key of the commitInfo, as written (delta-rs' custom metadata, "
+                                                "an engine's own fields); null when the commit has no commitInfo")),
     "numAddFiles": INT, "numRemoveFiles": INT, "numCdcFiles": INT, "partitionsTouched": arr(PARTITION),
     "hasMetadata": BOOL, "hasProtocol": BOOL, "hasTxn": BOOL, "hasDomainMetadata": BOOL,
     "txnAppIds": mapping(INT, "txn appId -> version"), "source": enum("commit", "compacted", "staged", "checkpoint"),
@@ -286,7 +292,9 @@ STATS = obj({
                                     "maxConcurrent": "max_concurrent", "staleWindows": "stale_windows"})),
     "retries": obj({
         "metrics": arr(obj({"version": INT, "writer": STR_N, "key": STR, "value": {}})),
-        "metricTotals": mapping(description="operationMetrics retry counters summed, by their names in the log"),
+        "metricTotals": mapping(description="operationMetrics retry counters summed, by their names in the log "
+                                            "(a counter every commit recorded as 0 is here with 0)"),
+        "metricCommits": t("integer", description="commits in the range whose commitInfo carries operationMetrics"),
         "repeats": arr(obj({"version": INT, "previousVersion": INT, "writer": STR_N, "operation": STR_N, "partitions": arr(STR),
                             "gapMs": INT, "medianGapMs": INT, "why": STR}, renamed=("previousVersion", "gapMs", "medianGapMs"))),
         "attempts": arr(obj({"spanId": STR, "partitions": arr(STR), "winningVersion": INT_N, "exception": STR_N,
@@ -298,9 +306,30 @@ STATS = obj({
 }, renamed=("fromVersion", "toVersion", "windowMs", "operationMatrix"),
     description="contention statistics (forensics/analysis/stats.py has the definitions)")
 
+def _without_aliases(o: S) -> S:
+    """A copy of a closed object of ours without its deprecated aliases: for a new document (2.2+)."""
+    out = copy.deepcopy(o)
+    out["properties"] = {k: v for k, v in out["properties"].items() if ALIAS_OF not in v}
+    return out
+
+
 DOCUMENTS: dict[str, tuple[str, S]] = {
     "history": ("One object per retained version (a JSON array; each element carries schema_version).",
                 arr(HISTORY_ROW)),
+    "find": ("Did a write land: the commit a txnId, app transaction, userMetadata or operation names, or why it is not known.", obj({
+        "answer": {**enum("committed", "at-or-before", "absent", "unknown"), "description": "exit 0, 14, 15, 16"},
+        "version": t("integer", "null", description="committed: the commit; at-or-before: the checkpoint's version"),
+        "certainty": enum("exact", "inferred"), "why": STR,
+        "query": obj({"txnId": STR_N, "appId": STR_N, "txnVersion": INT_N, "userMetadata": STR_N, "operation": STR_N},
+                     description="what was asked; every non-null field must match"),
+        "matches": arr(INT, description="every retained version that matches, oldest first"),
+        "txnVersion": t("integer", "null", description="the app's txn version at `version` (with --app-id)"),
+        "checkpoint": t("integer", "null", description="the checkpoint whose txn actions were read, when the commits were not enough"),
+        **epoch("commitTime"),
+        "searched": null(arr(INT, description="[first, last] retained version searched")),
+        "retained": null(arr(INT, description="[first, last] version the log retains")),
+        "commit": null(HISTORY_ROW),
+    })),
     "snapshot": ("The table state at a version: active files, protocol, metadata, app transactions, domain metadata.", obj({
         "version": INT,
         "files": arr(obj({"path": STR, "partitionValues": PARTITION, "size": INT_N, "deletionVector": null(ref("DeletionVector")),
@@ -332,7 +361,11 @@ DOCUMENTS: dict[str, tuple[str, S]] = {
         "orphanFiles": arr(STR), "unknownFiles": arr(STR), "unknownWhy": STR_N, "attempts": arr(ref("Attempt")),
         "strayCommitFiles": arr(ref("StrayCommit")), "fileTimesTrusted": BOOL, "fileTimesWhy": STR, "findings": arr(ref("Finding")),
     }, renamed=("orphanFiles", "unknownFiles", "unknownWhy", "strayCommitFiles", "fileTimesTrusted", "fileTimesWhy"))),
-    "stats": ("Contention statistics.", STATS),
+    "stats": ("Contention statistics; given several tables, {\"tables\": [one document per table, in the order given], "
+              "\"combined\": {\"tables\", \"totals\" summed}}.", {"anyOf": [ref("Stats"), obj({
+                  "tables": arr(ref("Stats"), description="one stats document per table, in the order given"),
+                  "combined": obj({"tables": INT, "totals": _without_aliases(STATS["properties"]["totals"])},
+                                  description="every table's totals summed")})]}),
     "export": ("What `export` wrote (the files' own format: forensics/export/tables.py).", obj({
         "format": enum("json", "csv", "parquet", "chrome-trace", "mermaid", "html"), "files": arr(STR), "spans": INT, "edges": INT,
         "timelineSchemaVersion": t("integer", description="the version of the exported timeline's own format (not of this document)"),
@@ -347,7 +380,21 @@ DOCUMENTS: dict[str, tuple[str, S]] = {
         "operations": mapping(INT, "operation -> commits"), "activeFiles": INT, "isolationLevel": STR,
     }, renamed=("staleCommits", "staleShare", "activeFiles", "isolationLevel"))),
 }
-assert set(DOCUMENTS) == set(SCHEMA_COMMANDS), set(DOCUMENTS) ^ set(SCHEMA_COMMANDS)
+DEFS["Stats"] = STATS
+# The verdict lines of `replay --jsonl` and `watch --jsonl` (forensics/analysis/gate.py): new in 2.2, so no
+# deprecated aliases.
+_LINE = {"table": t("string", description="the table's URI"),
+         "kind": enum("window", "attempt")}
+DEFS["WindowLine"] = obj({**_LINE, "kind": enum("window"), **{k: v for k, v in VERDICT.items()}, **epoch("timestamp")},
+                         description="a replayed window: the verdict `replay` gives the commit, and its commit time "
+                                     "(inCommitTimestamp where the table writes it, else commitInfo's timestamp)")
+DEFS["AttemptLine"] = obj({**_LINE, "kind": enum("attempt"), "verdict": enum("aborted"),
+                           **copy.deepcopy(DEFS["AttemptRow"]["properties"])},
+                          description="an aborted attempt the evidence found (orphan files, inferred), as `replay` lists it")
+DOCUMENTS["replay-jsonl"] = ("One line of `replay --jsonl` or `watch --jsonl`: a replayed window (kind `window`) or an "
+                             "aborted attempt (kind `attempt`, verdict `aborted`).",
+                             {"anyOf": [ref("WindowLine"), ref("AttemptLine")]})
+assert set(DOCUMENTS) == set(SCHEMA_NAMES), set(DOCUMENTS) ^ set(SCHEMA_NAMES)
 
 STAMP = {"type": "string", "const": SCHEMA_VERSION,
          "description": "the JSON contract's version (CHANGELOG.md): major for a removed, renamed or retyped field, minor for added ones"}
@@ -388,7 +435,9 @@ def build(command: str) -> S:
             used.add(name)
             todo |= _refs(DEFS[name])
     out: S = {"$schema": DRAFT, "$id": f"urn:delta-forensics:json:{command}:{SCHEMA_VERSION}",
-              "title": f"delta-forensics {command} --json (schema_version {SCHEMA_VERSION})", "description": description}
+              "title": (f"delta-forensics {command} --json" if command in SCHEMA_COMMANDS else
+                        "each line of delta-forensics replay --jsonl and watch --jsonl") + f" (schema_version {SCHEMA_VERSION})",
+              "description": description}
     out.update({k: v for k, v in body.items() if k != "description"})
     if used:
         out["$defs"] = {k: DEFS[k] for k in sorted(used)}
@@ -404,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write every schema file next to this module; with --check, only say which differ (exit 1)."""
     check = "--check" in (argv if argv is not None else sys.argv[1:])
     stale = []
-    for command in SCHEMA_COMMANDS:
+    for command in SCHEMA_NAMES:
         path = HERE / schema_file(command)
         text = render(command)
         if path.exists() and path.read_text(encoding="utf-8") == text:

@@ -49,6 +49,7 @@ def writer_family(engine_info: str | None) -> str:
 
 @dataclass
 class CommitSets:
+    """What one commit read and wrote, as the engine recorded it for its conflict check."""
     version: int
     operation: str | None
     read_version: int | None
@@ -60,6 +61,7 @@ class CommitSets:
     writer: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The `sets --json` element for this commit (camelCase keys)."""
         r, w = self.read, self.write
         if not r.recorded_read:
             pp = None
@@ -142,18 +144,22 @@ class StateIndex:
             self._pr.insert(0, (-1, snap.protocol))
 
     def metadata_at(self, version: int) -> Metadata | None:
+        """The table's metaData in force at `version`, or None."""
         self._load_base()
         return _at(self._md, version)
 
     def protocol_at(self, version: int) -> Protocol | None:
+        """The table's protocol in force at `version`, or None."""
         self._load_base()
         return _at(self._pr, version)
 
     def schema_at(self, version: int) -> TableSchema:
+        """The table's schema at `version`."""
         return TableSchema.from_metadata(self.metadata_at(version))
 
     @property
     def lifetimes(self) -> FileLifetimes:
+        """Every data file's lifetime (added at, removed at), built on first use."""
         if self._lifetimes is None:
             self._lifetimes = FileLifetimes.build(self.log)
         return self._lifetimes

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from forensics.errors import NotADeltaTable, UsageError
+from forensics.runtime.logs import logger
 from forensics.storage.errors import store_errors
 from forensics.storage.location import StoreLocation, parse_location
 from forensics.storage.options import StorageOptions, resolve_options
@@ -392,6 +393,8 @@ def mirror_log(
             except FileNotFoundError:
                 pass
         _prune_empty_dirs(log_dir)
+    logger.info("mirrored %s: %d objects listed, %d fetched (%d bytes), %d unchanged, %d removed, in %.2f s",
+                loc.uri, len(remote), fetched, bytes_fetched, reused, removed, time.monotonic() - started)
     return Mirror(
         root=dest,
         location=loc,

@@ -38,6 +38,8 @@ _STATUSES = ("pending", "shipped", "cancelled", "returned")
 
 @dataclass
 class SynthConfig:
+    """The shape of a synthetic log: commits, partitions, stale readers, checkpoints, files per commit,
+    seed."""
     commits: int = 1000
     partitions: int = 8
     stale: float = 0.1

@@ -21,6 +21,7 @@ from tui.messages import (
     ExplainDone,
     JumpTo,
     ListFiltered,
+    ListingReady,
     LoadState,
     Reload,
     ReplayDone,
@@ -104,6 +105,11 @@ class MainScreen(ViewScreen):
         self.header.load_state, self.header.note = "error", event.error
         self._loaded()
         self.notify(safe.inert(event.error, 500), title="cannot open the table", severity="error", markup=False, timeout=10)
+
+    def on_listing_ready(self, event: ListingReady) -> None:
+        if self.table is None:  # the parse may have won the race
+            self._loaded()
+            self.versions.show_listing(event.rows)
 
     def on_table_loaded(self, event: TableLoaded) -> None:
         self.table = event.table
@@ -224,7 +230,7 @@ class MainScreen(ViewScreen):
             self.notify("still opening the table", severity="warning")
             return
         note = "" if self.versions.replayed else "  — replay verdicts not available: pairs counted as 'unreplayed'"
-        self.app.push_screen(MatrixScreen(self.location, self.versions.rows, note))
+        self.app.push_screen(MatrixScreen(self.location, self.versions.rows, note, self.table))
 
     def action_whatif(self) -> None:
         if self.table is None:

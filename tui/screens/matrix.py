@@ -16,10 +16,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual import work
 from textual.widgets import Footer, Static
+from textual.worker import get_current_worker
 
-from forensics.model import OPERATION_CLASSES
+from forensics.model import OPERATION_CLASSES, operation_class
+from forensics import Table, error_line, safe
 from tui.data import Rows
+from tui.messages import EvidenceDone
 from tui.screens.view import ViewScreen
 
 # Delta docs "Write conflicts" without row-level concurrency (spec §11, [doc]).
@@ -31,7 +35,7 @@ DOCS: dict[frozenset[str], str] = {
     frozenset({"OPTIMIZE", "UPDATE/DELETE/MERGE"}): "can conflict in Serializable and WriteSerializable",
     frozenset({"OPTIMIZE"}): "can conflict in Serializable and WriteSerializable",
 }
-OUTCOMES = ("clean", "reordered", "anomaly", "skipped", "unreplayed")
+OUTCOMES = ("clean", "reordered", "anomaly", "aborted", "skipped", "unreplayed")
 #: The classes of the docs' table (INSERT, UPDATE/DELETE/MERGE, OPTIMIZE) always show; others when observed.
 DOC_CLASSES = tuple(c for c in OPERATION_CLASSES if any(c in pair for pair in DOCS))
 
@@ -56,8 +60,10 @@ class Matrix:
         }
 
 
-def build_matrix(rows: Rows) -> Matrix:
-    """Count (txn class, winner class) pairs per outcome over every window."""
+def build_matrix(rows: Rows, attempts: list[Any] | None = None) -> Matrix:
+    """Count (txn class, winner class) pairs per outcome over every window, and each aborted attempt
+    the evidence found against its most likely winner (`aborted`; classed by the operation its
+    evidence shows, UNKNOWN when it shows none)."""
     classes = {i: rows.op_class(i) for i in range(len(rows.version)) if rows.window_size(i)}
     m = Matrix(list(DOC_CLASSES))
     cls_cache: dict[int, str] = {}
@@ -85,6 +91,14 @@ def build_matrix(rows: Rows) -> Matrix:
             cell = m.cells.setdefault((a, b), {})
             cell[outcome] = cell.get(outcome, 0) + 1
             m.examples.setdefault((a, b), []).append(v)
+    for a in attempts or []:
+        w = a.winning_version
+        if w is None:
+            continue
+        op = a.operation_shown
+        pair = (operation_class(op) if op else "UNKNOWN", cls_of(w))
+        cell = m.cells.setdefault(pair, {})
+        cell["aborted"] = cell.get("aborted", 0) + 1
     seen = {c for pair in m.cells for c in pair}
     m.classes = [c for c in OPERATION_CLASSES if c in DOC_CLASSES or c in seen]
     return m
@@ -96,7 +110,7 @@ def matrix_table(m: Matrix, isolation_note: str) -> RichTable:
     t.add_column("txn ↓ / winner →", style="bold", no_wrap=True)
     for c in m.classes:
         t.add_column(c, overflow="fold")
-    style = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "skipped": "dim", "unreplayed": "cyan"}
+    style = {"clean": "green", "reordered": "yellow", "anomaly": "bold red", "aborted": "bold magenta", "skipped": "dim", "unreplayed": "cyan"}
     for a in m.classes:
         cells: list[Any] = [a]
         for b in m.classes:
@@ -118,22 +132,46 @@ def matrix_table(m: Matrix, isolation_note: str) -> RichTable:
 class MatrixScreen(ViewScreen):
     BINDINGS = [Binding("escape,q", "back", "back")]
 
-    def __init__(self, location: str, rows: Rows, isolation_note: str = "") -> None:
+    def __init__(self, location: str, rows: Rows, isolation_note: str = "", table: Table | None = None) -> None:
         super().__init__(location, id="matrix")
         self.rows = rows
+        self.table = table
         self.matrix = build_matrix(rows)
         self.isolation_note = isolation_note
+        self.evidence_note = "aborted attempts: looking…" if table is not None else ""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Conflict matrix", style="bold"), classes="screen-title")
         with VerticalScroll(id="matrix-scroll"):
             yield Static(matrix_table(self.matrix, self.isolation_note), id="matrix-table")
+            yield Static(Text(self.evidence_note, style="dim"), id="matrix-evidence")
             if not self.matrix.cells:
                 yield Static(Text("No concurrency windows in this table: every commit read the version just before it.", style="dim"))
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#matrix-scroll").focus()
+        if self.table is not None:
+            self.find_attempts()
+
+    @work(thread=True, exclusive=True, group="evidence")
+    def find_attempts(self) -> None:
+        """The aborted attempts (`Table.evidence`, cached on the table): their pairs join as `aborted`."""
+        assert self.table is not None
+        try:
+            attempts = list(self.table.evidence().attempts)
+            done = EvidenceDone(attempts, f"aborted attempts: {len(attempts)}, each counted against its most likely winner")
+        except Exception as e:  # noqa: BLE001 - the windows' pairs stand alone
+            done = EvidenceDone(None, f"aborted attempts: {error_line(e)}")
+        if not get_current_worker().is_cancelled:
+            self.post_message(done)
+
+    def on_evidence_done(self, event: EvidenceDone) -> None:
+        self.evidence_note = event.note
+        if event.attempts:
+            self.matrix = build_matrix(self.rows, event.attempts)
+            self.query_one("#matrix-table", Static).update(matrix_table(self.matrix, self.isolation_note))
+        self.query_one("#matrix-evidence", Static).update(Text(safe.inert(self.evidence_note, 200), style="dim"))
 
     def action_back(self) -> None:
         self.dismiss(None)

@@ -30,7 +30,7 @@ def kv_table(pairs: list[tuple[str, Any]], title: str | None = None) -> RichTabl
     t.add_column(style="bold cyan", no_wrap=True)
     t.add_column(overflow="fold")
     for k, v in pairs:
-        t.add_row(Text(k), v if isinstance(v, Text) else safe.text(_show(v), max_len=4000))
+        t.add_row(safe.text(k, max_len=200), v if isinstance(v, Text) else safe.text(_show(v), max_len=4000))
     if title:
         return _titled(title, t)
     return t
@@ -64,6 +64,7 @@ def commit_info_block(rec: Any, utc: bool, window: list[int]) -> RenderableType:
         ("isBlindAppend", rec.is_blind_append),
         ("txnId", rec.txn_id),
         ("engineInfo", rec.engine_info),
+        ("clientVersion", rec.client_version),
         ("userName", rec.user_name),
         ("userId", rec.user_id),
         ("job", rec.job),
@@ -87,10 +88,19 @@ def params_block(rec: Any) -> RenderableType:
 
 
 def metrics_block(rec: Any) -> RenderableType | None:
+    """operationMetrics, numbers as numbers whatever the writer wrote (delta-spark's strings too)."""
     m = rec.operation_metrics
     if not m:
         return None
     return kv_table(sorted(m.items()), "operationMetrics")
+
+
+def other_block(rec: Any) -> RenderableType | None:
+    """The commitInfo keys without a field of their own (delta-rs' custom metadata, ...), as written."""
+    o = rec.other_commit_info
+    if not o:
+        return None
+    return kv_table(sorted(o.items()), "other commitInfo keys")
 
 
 def actions_block(actions: pl.DataFrame, others: pl.DataFrame) -> RenderableType:
@@ -202,9 +212,9 @@ class DetailPane(VerticalScroll, can_focus=True):
             parts.append(verdict_block(verdict))
         parts.append(commit_info_block(rec, utc, window))
         parts.append(params_block(rec))
-        m = metrics_block(rec)
-        if m is not None:
-            parts.append(m)
+        for block in (metrics_block(rec), other_block(rec)):
+            if block is not None:
+                parts.append(block)
         mine = [f for f in table.findings if f.version == version]
         if mine:
             ft = Text()

@@ -68,6 +68,12 @@ def cells(rows: Rows, i: int, width: int, *, utc: bool, replay_pending: bool) ->
         badge, style = (f"w{stale}" + (" …" if replay_pending else "")), "yellow"
     else:
         badge, style = "", ""
+    if rows.provisional:  # listed, not parsed yet: the commit file's time, nothing it did
+        wait = ("…", "dim")
+        out = {"version": (str(rows.version[i]), "bold"), "time": (fmt_time(rows.timestamp[i], utc, offset=False), "dim"),
+               "operation": wait, "read": ("", ""), "isolation": ("", ""), "blind": ("", ""), "adds": wait,
+               "removes": wait, "verdict": ("", "")}
+        return [out[c.key] for c in columns_for(width)]
     out = {
         "version": (str(rows.version[i]), "bold"),
         "time": (fmt_time(rows.timestamp[i], utc, offset=False), ""),  # the offset is in the column title

@@ -96,6 +96,13 @@ class VersionList(ScrollView, can_focus=True):
         self.winners.clear()
         self.build_rows(table)
 
+    def show_listing(self, rows: Rows) -> None:
+        """The listed versions (provisional: time and number only) until `load` replaces them."""
+        self.rows = rows
+        last = rows.version[-1] if rows.version else None
+        self.refresh_rows(last)
+        self.post_message(RowsReady(rows.version[0] if rows.version else None, last, len(rows.version)))
+
     @work(thread=True, exclusive=True, group="rows")
     def build_rows(self, table: Table) -> None:
         rows = Rows.from_table(table)
@@ -103,10 +110,11 @@ class VersionList(ScrollView, can_focus=True):
             self.app.call_from_thread(self._rows_built, table, rows)
 
     def _rows_built(self, table: Table, rows: Rows) -> None:
+        keep = self.current_version if self.rows is not None and self.rows.provisional else None
         self.rows = rows
         self.replay_pending = self.replay
         first, last = (rows.version[0], rows.version[-1]) if rows.version else (None, None)
-        self.refresh_rows(last)
+        self.refresh_rows(keep if keep is not None else last)
         self.post_message(RowsReady(first, last, len(rows.version)))
         if self.replay:
             self.post_message(ReplayStarted())

@@ -3,7 +3,7 @@
 On a 1M-file table, a FileAction and a dict per file and one json.dumps of the lot cost ~15 s
 and ~1 GB. Here each field is JSON-encoded per column with polars and the file objects are
 written in slices, so the text never exists whole in memory. The text is the one
-`json.dumps(snapshot_json(...), ensure_ascii=True, default=str)` gives (README: JSON contract):
+`json.dumps(snapshot_json(...), ensure_ascii=True, default=str)` gives (docs/json.md):
 strings that are not plain printable ASCII, partitionValues and any column of an unexpected
 type go through json.dumps itself, so escaping is Python's, never a re-implementation.
 """

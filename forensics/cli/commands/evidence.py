@@ -7,7 +7,7 @@ import sys
 import textwrap
 
 from forensics.cli.columns import console_width
-from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
+from forensics.cli.common import add_selection_arguments, add_table_arguments, open_table, print_json, report_findings, selection
 from forensics.safe import inert
 from forensics.times import fmt_time, utc_default
 
@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
     p.add_argument("--rules", metavar="PROFILE", help="rule profile for replaying attempts (default: the table's latest writer)")
     p.add_argument("--no-replay", action="store_true", help="list files and attempts without replaying them")
     p.add_argument("-v", "--verbose", action="store_true", help="also print each attempt's whole reasoning")
+    add_selection_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -57,10 +58,26 @@ def _reads(c) -> str:
 MAX_SHOWN = 5
 
 
+def _within(ev, chosen):
+    """The attempts that raced a chosen version (or that the evidence says lost to one) and their files;
+    stray commit files by the version they name. The Table's cached Evidence is left as it is."""
+    if chosen is None:
+        return ev
+    import dataclasses
+
+    attempts = [a for a in ev.attempts if chosen.touches([*a.concurrent_versions, *a.landed_after, a.winning_version,
+                                                          *(c.winning_version for c in a.candidates)])]
+    kept = {f.path for a in attempts for f in a.files}
+    return dataclasses.replace(ev, attempts=attempts, orphan_files=[f for f in ev.orphan_files if f.path in kept],
+                               stray_commit_files=[s for s in ev.stray_commit_files if s.version in chosen])
+
+
 def run(args: argparse.Namespace) -> int:
+    sel = selection(args)
     table = open_table(args)
+    chosen = table.select(sel)  # None: every version
     code = report_findings(args, table.findings)
-    ev = table.evidence(replay=not args.no_replay)
+    ev = _within(table.evidence(replay=not args.no_replay), chosen)
     if args.json:
         print_json(ev.to_dict(), "evidence")
         return code

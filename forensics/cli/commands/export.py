@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
+from forensics.cli.common import add_selection_arguments, add_table_arguments, open_table, print_json, report_findings, selected_versions, selection
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -24,8 +24,6 @@ def add_parser(sub) -> None:
     p.add_argument("--format", "-f", required=True, choices=FORMATS, help="output format")
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="output file (never inside the table directory); csv/parquet also write FILE.edges.<ext>")
-    p.add_argument("--from", dest="from_v", type=int, metavar="V", help="first version (inclusive)")
-    p.add_argument("--to", dest="to_v", type=int, metavar="V", help="last version (inclusive)")
     p.add_argument("--rules", metavar="PROFILE", help="rule profile for every commit (default: from each commit's engineInfo)")
     p.add_argument("--no-evidence", action="store_true", help="leave out aborted attempts (orphan files); faster on big tables")
     p.add_argument("--window", default="1h", help="html: statistics bucket size (e.g. 15m, 1h, 1d; default 1h)")
@@ -36,19 +34,19 @@ def add_parser(sub) -> None:
     p.add_argument("--redact", action="store_true",
                    help="replace user names, e-mails, notebook/cluster/job ids, bucket and host names with stable "
                         "placeholders (user-1, cluster-1, bucket-1, ...) in every file written")
+    add_selection_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from forensics import check_output_path
-    from forensics.errors import ExitCode, ForensicsError
 
-    if args.from_v is not None and args.to_v is not None and args.from_v > args.to_v:
-        raise ForensicsError(ExitCode.USAGE, f"--from {args.from_v} is after --to {args.to_v}")
+    sel = selection(args)  # --from after --to, a time it cannot read: usage errors before anything is read
     # Refuse a path under the table before reading anything (the table path is known already).
     check_output_path(args.output, args.table)
     table = open_table(args)
-    written, tl = table.export(args.format, args.output, from_version=args.from_v, to_version=args.to_v,
+    first, last = selected_versions(sel, table)
+    written, tl = table.export(args.format, args.output, from_version=first, to_version=last,
                                with_evidence=not args.no_evidence, window=args.window,
                                isolation_levels=args.cf_levels, partition_columns=args.cf_partition,
                                redact=args.redact, utc=args.utc or None)

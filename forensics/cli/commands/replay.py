@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from forensics.cli.common import add_table_arguments, open_table, print_json, report_findings
+from forensics.cli.common import add_selection_arguments, add_table_arguments, open_table, print_json, report_findings, selection
 from forensics.model import ISOLATION_LEVELS
 
 
@@ -16,15 +16,54 @@ def add_parser(sub) -> None:
     p.add_argument("--rules", metavar="PROFILE", help="rule profile for every commit (default: chosen from each commit's engineInfo)")
     p.add_argument("--all", action="store_true", help="also list skipped windows")
     p.add_argument("--no-evidence", action="store_true", help="leave out aborted attempts (orphan files)")
+    add_gate_arguments(p)
+    p.add_argument("--jsonl", action="store_true",
+                   help="print one JSON object per line: each replayed window, then each aborted attempt "
+                        "(the schema: delta-forensics schema replay-jsonl)")
+    add_selection_arguments(p)
     p.set_defaults(func=run)
 
 
+def add_gate_arguments(p: argparse.ArgumentParser) -> None:
+    """--fail-on (and --strict's help saying what it does not cover): replay and watch."""
+    from forensics import GATE_PRECEDENCE
+
+    p.add_argument("--fail-on", metavar="CLASSES",
+                   help="exit non-zero when a verdict is of these classes, a comma list of "
+                        f"{','.join(GATE_PRECEDENCE)}: reorder 17, anomaly 18, aborted 19 (an aborted attempt the "
+                        "orphan files reveal); when several match, the first in the order anomaly, aborted, reorder")
+    p._option_string_actions["--strict"].help = (  # noqa: SLF001 - the shared flag, said for this command
+        "exit 1 if the log has any warning or error finding (the log's findings only: verdicts never; use --fail-on)")
+
+
 def run(args: argparse.Namespace) -> int:
+    from forensics import parse_fail_on
+    from forensics.errors import ExitCode, ForensicsError
+
+    fail_on = parse_fail_on(args.fail_on)
+    if args.json and args.jsonl:
+        raise ForensicsError(ExitCode.USAGE, "--json and --jsonl: choose one (--jsonl prints one verdict per line)")
+    if args.jsonl and args.partition_by:
+        raise ForensicsError(ExitCode.USAGE, "--partition-by is a counterfactual diff, which --jsonl does not print: use --json")
+    if "aborted" in fail_on and args.no_evidence:
+        raise ForensicsError(ExitCode.USAGE, "--fail-on aborted needs the evidence (orphan files): drop --no-evidence")
+    sel = selection(args)
     table = open_table(args)
-    report = table.replay_report(isolation_level=args.isolation_level)
-    cf = _counterfactual(args, table, report)
+    chosen = table.select(sel)  # None: every version
+    versions = [v for v in table.versions if v in chosen] if chosen is not None else None
+    report = table.replay_report(isolation_level=args.isolation_level, versions=versions)
+    cf = _counterfactual(args, table, report) if not args.jsonl else None
     silent = table.silent_log(isolation_level=args.isolation_level, with_evidence=not args.no_evidence)
-    if args.json:
+    if chosen is not None:
+        silent.attempts = [a for a in silent.attempts if chosen.touches([*a.winners, *(a.read_versions or ())])]
+    args.chosen = chosen
+    if "aborted" in fail_on and (silent.attempts_why or "").startswith("not looked for"):
+        table.evidence()  # the gate cannot pass what it could not look at: the store's own error and exit code
+    lines = table.verdict_lines(isolation_level=args.isolation_level, versions=versions, attempts=silent.attempts)
+    if args.jsonl:
+        for line in lines:
+            print_json(line, "replay-jsonl")
+    elif args.json:
         d = {**report.to_dict(), **silent.to_dict()}
         if cf is not None:
             d["counterfactual"] = cf.to_dict()
@@ -37,7 +76,27 @@ def run(args: argparse.Namespace) -> int:
             from forensics.cli.render import counterfactual_view
 
             print_renderable(counterfactual_view(cf))
-    return report_findings(args, table.findings + report.findings)
+    strict = report_findings(args, table.findings + report.findings)
+    return gate_exit(args, lines, fail_on, strict)
+
+
+def gate_exit(args: argparse.Namespace, lines: list[dict], fail_on: tuple[str, ...], otherwise: int) -> int:
+    """--fail-on's exit code when a verdict matches (one line on stderr saying which), else `otherwise`."""
+    import sys
+
+    from forensics import GATE_CODES, gate_match, line_class
+    from forensics.safe import inert
+
+    cls = gate_match(lines, fail_on)
+    if cls is None:
+        return otherwise
+    code = GATE_CODES[cls]
+    if not getattr(args, "quiet", False):
+        hits = [x for x in lines if line_class(x) == cls]
+        named = ", ".join(f"v{x['version']}" if x["kind"] == "window" else str(x["id"]) for x in hits[:5])
+        more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
+        sys.stderr.write(inert(f"--fail-on {cls}: {named}{more} (exit {int(code)})", 500) + "\n")
+    return int(code)
 
 
 def _counterfactual(args: argparse.Namespace, table, report):
@@ -50,5 +109,7 @@ def _counterfactual(args: argparse.Namespace, table, report):
 
 def _window_lengths(table, args: argparse.Namespace) -> dict[int, int | None]:
     """Read→commit time of each window, from the timeline (the same replay, no evidence needed)."""
-    tl = table.timeline(isolation_level=args.isolation_level, with_evidence=False)
+    chosen = getattr(args, "chosen", None)
+    tl = table.timeline(isolation_level=args.isolation_level, with_evidence=False,
+                        from_version=chosen.first if chosen else None, to_version=chosen.last if chosen else None)
     return {s.version: s.duration_ms for s in tl.commits if s.start_source == "readVersion-commit-time"}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from forensics.cli.common import add_table_arguments, open_table, report_findings
-from forensics.model import Snapshot
+
+if TYPE_CHECKING:  # annotations only: not on the command line's start-up path
+    from forensics.model import Snapshot
 
 
 def add_parser(sub) -> None:

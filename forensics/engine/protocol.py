@@ -1,0 +1,103 @@
+"""The frames between a client and the engine: a 4-byte length, then one JSON object.
+
+One request per connection. The client sends a `Request`; the engine answers `working` frames
+while it runs (so a client can tell a busy engine from a hung one) and then one final frame:
+`done` (exit code and the command's output), `declined` (run it in-process instead) or
+`refused` (bad token, wrong key). Output bytes travel base64-encoded inside the JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import struct
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MAX_FRAME = 1 << 30  # a --json document of a very long log fits; a bogus length does not allocate
+HEARTBEAT_S = 2.0  # the engine says `working` this often while a request runs
+SILENCE_S = 30.0  # a client that hears nothing for this long treats the engine as hung
+
+
+class ProtocolError(Exception):
+    """The other side closed the connection or sent something that is not a frame."""
+
+
+def send(sock: socket.socket, message: dict[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def receive(sock: socket.socket, limit: int = MAX_FRAME) -> dict[str, Any]:
+    (length,) = struct.unpack(">I", _exactly(sock, 4))
+    if length > limit:
+        raise ProtocolError(f"frame of {length} bytes is over the limit of {limit}")
+    try:
+        message = json.loads(_exactly(sock, length))
+    except ValueError as e:
+        raise ProtocolError(f"not a JSON frame: {e}") from None
+    if not isinstance(message, dict):
+        raise ProtocolError("a frame must hold a JSON object")
+    return message
+
+
+def _exactly(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ProtocolError("connection closed")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def pack(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def unpack(text: str | None) -> bytes:
+    return base64.b64decode(text or "")
+
+
+@dataclass
+class Request:
+    """What the engine needs to run one command as the client would have run it in-process."""
+
+    op: str  # "run", "status", "stop" or "warm"
+    token: str
+    key: str  # the digest of the client's EngineKey: a request for other static settings is refused
+    argv: list[str] = field(default_factory=list)
+    cwd: str = "/"
+    env: dict[str, str] = field(default_factory=dict)  # the client's terminal and per-run settings (routing.request_env)
+    stdout_tty: bool = False
+    stdout_encoding: str = "utf-8"
+    stdout_errors: str = "strict"
+    stderr_encoding: str = "utf-8"
+    stderr_errors: str = "backslashreplace"
+    stdin: str | None = None  # base64: the text given as `--error-file -`
+    umask: int = 0o022
+    runtime_conf: dict[str, str] = field(default_factory=dict)  # spark.sql.* settings the running session must take
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Request":
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+
+@dataclass
+class Output:
+    """The command's stdout and stderr, in the order it wrote them: [(1 or 2, bytes), ...]."""
+
+    chunks: list[tuple[int, bytes]] = field(default_factory=list)
+
+    def to_wire(self) -> list[list[Any]]:
+        return [[fd, pack(data)] for fd, data in self.chunks]
+
+    @classmethod
+    def from_wire(cls, items: list[list[Any]]) -> "Output":
+        return cls([(int(fd), unpack(data)) for fd, data in items or []])
