@@ -85,11 +85,14 @@ def _check_story(first: list[str], expect: dict, ops: list[str], winner: int, pa
 
 
 @pytest.mark.parametrize("name", sorted(INCIDENTS))
-def test_first_five_lines_tell_the_incident(spark, monkeypatch, name):
+def test_first_five_lines_tell_the_incident(spark, monkeypatch, tmp_path, name):
+    """On a copy with the sample's recorded file times (a checkout resets them; the evidence reads them)."""
+    from forensics.synth.mtimes import restored_copy
+
     monkeypatch.setenv("COLUMNS", "1000")  # one story line per terminal line
     monkeypatch.setenv("DELTA_FORENSICS_UTC", "1")
     expect, inc = INCIDENTS[name], SAMPLES / name
-    table, v = inc / "table", INCIDENTS[name]["version"]
+    table, v = restored_copy(inc, tmp_path / "table"), INCIDENTS[name]["version"]
     out = _cli("explain", str(table), str(v))
     first = out.splitlines()[:5]
     ops = [_op_in_log(table, v)] + ([expect["loser_op"]] if expect["loser_op"] else [])
