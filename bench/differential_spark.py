@@ -519,6 +519,19 @@ def _reset_delta_log_cache(eng: Engine) -> None:
         pass
 
 
+def delta_engine() -> "Engine | None":
+    """The tool's own session with delta-spark's JVM classes, driven as the races need; None (said on
+    stderr) when the jars are not on the classpath."""
+    from forensics.runtime.delta_jvm import loaded
+    from forensics.runtime.spark import get_spark
+
+    spark = get_spark()
+    if not loaded(spark):
+        print("delta-spark's JVM classes are not on the classpath (see forensics/runtime/delta_jvm.py)", file=sys.stderr)
+        return None
+    return Engine(spark)
+
+
 def run_races(eng: Any, args: Any, indexes: list[int], make_spec: Any, run_one: Any, templates: Any, prefix: str) -> list[dict]:
     """Each race in its own directory, one JSON line each in `args.out` as it ends; a harness
     failure is recorded and the run goes on; stops after `args.minutes`; `--index` keeps the
@@ -558,14 +571,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--generator", type=int, choices=(1, 2), default=2, help="1: the first run's winner kinds")
     ap.add_argument("--rebuild", action="store_true", help="build every race's table through SQL (no templates)")
     args = ap.parse_args(argv)
-    from forensics.runtime.delta_jvm import loaded
-    from forensics.runtime.spark import get_spark
-
-    spark = get_spark()
-    if not loaded(spark):
-        print("delta-spark's JVM classes are not on the classpath (see forensics/runtime/delta_jvm.py)", file=sys.stderr)
+    eng = delta_engine()
+    if eng is None:
         return 2
-    eng = Engine(spark)
+    spark = eng.spark
     indexes = args.index or list(range(args.start, args.start + args.scenarios))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     templates = None if args.rebuild else Templates(eng)

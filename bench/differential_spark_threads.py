@@ -39,7 +39,7 @@ if str(REPO) not in sys.path:
 
 from bench.differential import data_files  # noqa: E402
 from bench.differential_spark import (  # noqa: E402 - one engine driver, one comparison
-    PARTS, Engine, Templates, _latest, compare, named_winner, read_exception, run_races,
+    PARTS, Engine, Templates, _latest, compare, delta_engine, named_winner, read_exception, run_races,
     run_winner, summarise)
 
 LOSERS = ("delete", "update", "merge")
@@ -244,14 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "out" / "differential_spark_threads.jsonl"))
     ap.add_argument("--minutes", type=float, default=None, help="stop starting races after this long")
     args = ap.parse_args(argv)
-    from forensics.runtime.delta_jvm import loaded
-    from forensics.runtime.spark import get_spark
-
-    spark = get_spark()
-    if not loaded(spark):
-        print("delta-spark's JVM classes are not on the classpath (see forensics/runtime/delta_jvm.py)", file=sys.stderr)
+    eng = delta_engine()
+    if eng is None:
         return 2
-    eng = Engine(spark)
+    spark = eng.spark
     templates = Templates(eng)
     indexes = args.index or list(range(args.start, args.start + args.races))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
