@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	-$(BIN)/python -m forensics.runtime.jvm_archive $(DEMO_TABLE)
 	@grep -qs '"version": "3.35.0"' .cache/node/node_modules/azurite/package.json || npm install --no-save --no-audit --no-fund --prefix .cache/node azurite@3.35.0 >/dev/null || echo "warning: could not install Azurite 3.35.0 with npm; the Azure storage tests will fail under CI"
-	$(BIN)/python -m pytest -q -m "not live"
+	$(BIN)/python -m pytest -q -m "not live" --durations=15
 
 # delta-spark's jars (the artifact the installed delta-spark package names), fetched once with Maven
 # into $(JARS_DIR) (kept between runs); the live tests run delta-spark itself (forensics/runtime/delta_jvm.py).
@@ -40,7 +40,7 @@ jars: $(VENV)/.installed-dev
 	  -Ddelta.artifact=$$a -Ddelta.version=$$v -DoutputDirectory=$$d; } && echo $$d > $(JARS_DIR)/current
 
 test-live: jars
-	DELTA_FORENSICS_DELTA_JARS=$$(cat $(JARS_DIR)/current) $(BIN)/python -m pytest -q -m live
+	DELTA_FORENSICS_DELTA_JARS=$$(cat $(JARS_DIR)/current) $(BIN)/python -m pytest -q -m live --durations=15
 
 # The documentation site (mkdocs.yml, docs/): --strict (never with --quiet: it hides the warnings
 # --strict counts) fails on a broken link or anchor, a missing

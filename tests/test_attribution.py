@@ -213,3 +213,37 @@ def test_attributions_are_kept_with_the_parse_and_verbose_says_why(race, monkeyp
     _, plain, _ = run_cli(["evidence", race.uri, "-q"])
     _, verbose, _ = run_cli(["evidence", race.uri, "-q", "--verbose"])
     assert "why: inferred" not in plain and verbose.count("why: inferred") == len(race.losers)
+
+
+def _commit_later(table: Path, version: int, by_ms: int) -> None:
+    """Move commit `version` `by_ms` later, as if it had landed then: its commitInfo timestamp, its
+    actions' times and the modification times of the files it added and of its commit file."""
+    log = table / "_delta_log" / f"{version:020d}.json"
+    out = []
+    for line in log.read_text().splitlines():
+        action = json.loads(line)
+        for kind, key in (("commitInfo", "timestamp"), ("add", "modificationTime"), ("remove", "deletionTimestamp")):
+            if kind in action and action[kind].get(key) is not None:
+                action[kind][key] += by_ms
+        if "add" in action:
+            f = table / action["add"]["path"]
+            t = f.stat().st_mtime + by_ms / 1000
+            os.utime(f, (t, t))
+        out.append(json.dumps(action))
+    t = log.stat().st_mtime + by_ms / 1000
+    log.write_text("\n".join(out) + "\n")
+    os.utime(log, (t, t))
+
+
+def test_a_winner_long_after_the_attempts_last_file_is_still_a_candidate(tmp_path):
+    """A job's commit check can come long after its last file (driver work, tasks that write
+    nothing: a delta-spark MERGE whose only file was written by a task the slow one did not hold up).
+    The first commit after the last file could always have beaten it, however late it landed."""
+    race = compaction_loses(str(tmp_path / "t"))
+    _commit_later(Path(race.uri), 4, 180_000)  # the DELETE that beat the compaction lands 3 minutes later
+    t = Table(race.uri)
+    assert t.evidence().clock.trusted
+    (a,) = t.evidence().attempts
+    got = [(c.winning_version, c.exception) for c in a.candidates]
+    assert (4, "ConcurrentDeleteReadException") in got, (got, a.why)
+    assert any("the first one" in b for b in a.attribution.basis), a.attribution.basis

@@ -338,8 +338,8 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
         att = run(max(after) if after else until)
     extended = bool(after) and bool(att.candidates) and all(c.winning_version > until for c in att.candidates)
     if after:
-        att.basis.append(f"commits that landed within {AFTER_MS // 1000} s after its last file (v{min(after)}..v{max(after)}) "
-                         "may have beaten it too: a job commits after writing; they rank after the others")
+        att.basis.append(f"commits that landed after its last file (v{min(after)}..v{max(after)}: the first one, and those "
+                         f"within {AFTER_MS // 1000} s) may have beaten it too: a job commits after writing; they rank after the others")
     attempt.attribution = att
     attempt.concurrent_versions = [v for v in log.versions if lo < v <= (max(after) if extended else until)]
     first = att.first()

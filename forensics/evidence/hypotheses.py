@@ -24,7 +24,7 @@ from forensics.sets.commit_sets import StateIndex
 from forensics.replay.whatif import WhatIfRequest, WhatIfResult, whatif
 
 MAX_BACK = 20  # read versions tried per hypothesis (latest first)
-AFTER_MS = 60_000  # commits this soon after the last file may still have beaten the attempt
+AFTER_MS = 60_000  # commits this soon after the last file (and the first one after it) may still have beaten the attempt
 _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -128,7 +128,10 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
         # before s+1, so a commit within that second may have come before it.
         last = attempt.last_seen + (999 if attempt.last_seen % 1000 == 0 and attempt.first_seen % 1000 == 0 else 0)
         before = [v for v, t in _timestamps(log) if t is not None and t <= last]
-        after = [v for v, t in _timestamps(log) if t is not None and last < t <= last + AFTER_MS]
+        later = sorted((t, v) for v, t in _timestamps(log) if t is not None and t > last)
+        # The job's commit check came after its last file, by how much no file says (driver work,
+        # tasks that write nothing): the first commit after it could always have beaten it.
+        after = sorted({v for t, v in later if t <= last + AFTER_MS} | ({later[0][1]} if later else set()))
         if not before:
             return None, lo_exact, after, "its files are older than every retained commit"
         until = max(before)

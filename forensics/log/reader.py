@@ -483,101 +483,70 @@ def _ends(uri: str, size: int) -> tuple[bytes, bytes]:
 
 
 def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Table, pa.Table]:
+    """The checkpoint's file actions and other actions, from one scan and one collect (a job per
+    kind of action was three plans and three scans: most of a small table's cold read)."""
     import pyspark.sql.functions as F
+    import pyarrow.compute as pc
 
-    line = F.lit(-1).cast("long")
-    v = F.lit(version).cast("long")
-    schema = arrow_schema(ACTION_COLUMNS)
+    is_add, is_rem = F.col("add").isNotNull(), F.col("remove").isNotNull()
 
-    def action_table(kind: str, cols: dict[str, Any], consts: dict[str, Any]) -> pa.Table:
-        # Constant columns are filled in here rather than shipped from the JVM: on a 1M-add
-        # checkpoint they were ~20% of the collected Arrow and of the heap the collect grows.
-        got = _collect(df.where(F.col(kind).isNotNull()).select(*[c.alias(n) for n, c in cols.items()]), list(cols))
-        n = got.num_rows
-        if not n:
-            return schema.empty_table()
-        out = []
-        for name in ACTION_COLUMNS:
-            typ = schema.field(name).type
-            if name in cols:
-                out.append(got.column(name).cast(typ))
-            else:
-                const = consts.get(name)
-                arr = pa.nulls(n, typ) if const is None else pa.repeat(pa.scalar(const, typ), n)
-                out.append(pa.chunked_array([arr], typ))
-        return pa.Table.from_arrays(out, schema=schema)
+    def either(field: str) -> Any:  # a row holds one action: at most one side is non-null
+        return F.coalesce(F.col(f"add.{field}"), F.col(f"remove.{field}"))
 
-    add = action_table(
-        "add",
-        {
-            "path": F.col("add.path"),
-            "partition_values": F.to_json("add.partitionValues"),
-            "size": F.col("add.size"),
-            "modification_time": F.col("add.modificationTime"),
-            "data_change": F.col("add.dataChange"),
-            **({"stats": F.col("add.stats")} if stats else {}),  # else pruned from the scan
-            "tags": F.to_json("add.tags"),
-            "dv_storage_type": F.col("add.deletionVector.storageType"),
-            "dv_path": F.col("add.deletionVector.pathOrInlineDv"),
-            "dv_offset": F.col("add.deletionVector.offset"),
-            "dv_size": F.col("add.deletionVector.sizeInBytes"),
-            "dv_cardinality": F.col("add.deletionVector.cardinality"),
-            "base_row_id": F.col("add.baseRowId"),
-        },
-        {"version": version, "line": -1, "kind": "add"},
-    )
-    rem = action_table(
-        "remove",
-        {
-            "path": F.col("remove.path"),
-            "partition_values": F.to_json("remove.partitionValues"),
-            "size": F.col("remove.size"),
-            "data_change": F.col("remove.dataChange"),
-            "tags": F.to_json("remove.tags"),
-            "dv_storage_type": F.col("remove.deletionVector.storageType"),
-            "dv_path": F.col("remove.deletionVector.pathOrInlineDv"),
-            "dv_offset": F.col("remove.deletionVector.offset"),
-            "dv_size": F.col("remove.deletionVector.sizeInBytes"),
-            "dv_cardinality": F.col("remove.deletionVector.cardinality"),
-            "deletion_timestamp": F.col("remove.deletionTimestamp"),
-            "base_row_id": F.col("remove.baseRowId"),
-        },
-        {"version": version, "line": -1, "kind": "remove"},
-    )
-    kind = (
-        F.when(F.col("metaData").isNotNull(), F.lit("metaData"))
-        .when(F.col("protocol").isNotNull(), F.lit("protocol"))
-        .when(F.col("txn").isNotNull(), F.lit("txn"))
-        .when(F.col("domainMetadata").isNotNull(), F.lit("domainMetadata"))
-        .when(F.col("checkpointMetadata").isNotNull(), F.lit("checkpointMetadata"))
-        .when(F.col("sidecar").isNotNull(), F.lit("sidecar"))
-    )
-    payload = (
-        F.when(F.col("metaData").isNotNull(), F.to_json("metaData"))
-        .when(F.col("protocol").isNotNull(), F.to_json("protocol"))
-        .when(F.col("txn").isNotNull(), F.to_json("txn"))
-        .when(F.col("domainMetadata").isNotNull(), F.to_json("domainMetadata"))
-        .when(F.col("checkpointMetadata").isNotNull(), F.to_json("checkpointMetadata"))
-        .when(F.col("sidecar").isNotNull(), F.to_json("sidecar"))
-    )
-    nulls = {c: F.lit(None) for c in OTHER_COLUMNS}
-    oth = (
-        df.select(kind.alias("kind"), payload.alias("payload"), F.col("txn.appId").alias("app_id"),
-                  F.col("txn.version").alias("txn_version"), F.col("domainMetadata.domain").alias("domain"))
-        .where(F.col("kind").isNotNull())
-        .select(
-            *[
-                (
-                    v.alias(c) if c == "version"
-                    else line.alias(c) if c == "line"
-                    else F.col(c) if c in ("kind", "payload", "app_id", "txn_version", "domain")
-                    else nulls[c].cast(_OTHER_TYPES[c]).alias(c)
-                )
-                for c in OTHER_COLUMNS
-            ]
-        )
-    )
-    return pa.concat_tables([add, rem]), _to_arrow(oth, OTHER_COLUMNS)
+    def either_json(field: str) -> Any:
+        return F.when(is_add, F.to_json(f"add.{field}")).when(is_rem, F.to_json(f"remove.{field}"))
+
+    other_kinds = ("metaData", "protocol", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+    kind = payload = None
+    for k in other_kinds:
+        kind = (F if kind is None else kind).when(F.col(k).isNotNull(), F.lit(k))
+        payload = (F if payload is None else payload).when(F.col(k).isNotNull(), F.to_json(k))
+    t = F.when(is_add, F.lit("add")).when(is_rem, F.lit("remove")).otherwise(kind)
+    file_cols: dict[str, Any] = {
+        "path": either("path"),
+        "partition_values": either_json("partitionValues"),
+        "size": either("size"),
+        "modification_time": F.col("add.modificationTime"),
+        "data_change": either("dataChange"),
+        **({"stats": F.col("add.stats")} if stats else {}),  # else pruned from the scan
+        "tags": either_json("tags"),
+        "dv_storage_type": either("deletionVector.storageType"),
+        "dv_path": either("deletionVector.pathOrInlineDv"),
+        "dv_offset": either("deletionVector.offset"),
+        "dv_size": either("deletionVector.sizeInBytes"),
+        "dv_cardinality": either("deletionVector.cardinality"),
+        "deletion_timestamp": F.col("remove.deletionTimestamp"),
+        "base_row_id": either("baseRowId"),
+    }
+    other_cols = {"payload": payload, "app_id": F.col("txn.appId"), "txn_version": F.col("txn.version"),
+                  "domain": F.col("domainMetadata.domain")}
+    cols = {"kind": t, **file_cols, **other_cols}
+    got = _collect(df.select(*[c.alias(n) for n, c in cols.items()]).where(F.col("kind").isNotNull()), list(cols))
+    kinds = got.column("kind")
+    files = got.filter(pc.is_in(kinds, pa.array(["add", "remove"])))
+    others = got.filter(pc.invert(pc.is_in(kinds, pa.array(["add", "remove"]))))
+    return _filled(files, ACTION_COLUMNS, version), _filled(others, OTHER_COLUMNS, version)
+
+
+def _filled(got: pa.Table, columns: list[str], version: int) -> pa.Table:
+    """`got`'s columns in `columns`' order and types; version and line (-1: a checkpoint has no
+    lines) filled here rather than shipped from the JVM (on a 1M-add checkpoint constant columns
+    were ~20% of the collected Arrow and of the heap the collect grows), absent columns null."""
+    schema = arrow_schema(columns)
+    n = got.num_rows
+    if not n:
+        return schema.empty_table()
+    consts = {"version": version, "line": -1}
+    out = []
+    for name in columns:
+        typ = schema.field(name).type
+        if name in consts:
+            out.append(pa.chunked_array([pa.repeat(pa.scalar(consts[name], typ), n)], typ))
+        elif name in got.column_names:
+            out.append(got.column(name).cast(typ))
+        else:
+            out.append(pa.chunked_array([pa.nulls(n, typ)], typ))
+    return pa.Table.from_arrays(out, schema=schema)
 
 
 _OTHER_TYPES = {
