@@ -47,6 +47,28 @@ def test_the_winner_of_each_spark_incident_without_file_times(sample_logs, tmp_p
     assert "file times cannot place it" in att.why or "re-run" in att.why or "holds" in att.why
 
 
+# The re-run each incident's README line records: a later commit holding exactly the loser's rows.
+RERUNS = {"a-merge-partitions": 4, "d-alter-table": 3}
+
+
+@pytest.mark.parametrize("name", sorted(WINNERS))
+def test_the_winner_of_each_spark_incident_with_its_recorded_file_times(sample_logs, tmp_path, name):
+    """With trusted file times too, a re-run that wrote exactly the loser's rows is recognized as
+    such: it bounds the winner (at or before what the re-run read) and is no candidate itself."""
+    from forensics.synth.mtimes import restored_copy
+
+    ev = Table(restored_copy(sample_logs / name, tmp_path / name)).evidence()
+    assert ev.clock.trusted is True
+    (att,) = ev.attempts
+    got = [c.winning_version for c in att.candidates]
+    assert WINNERS[name] in got, att.why
+    if name in RERUNS:
+        assert att.retry_version == RERUNS[name] and RERUNS[name] not in got, (got, att.why)
+        assert f"v{RERUNS[name]} wrote exactly its rows again" in att.why
+    if name != "e-streaming-shared-checkpoint":  # (e): see SAME_BATCH_TWICE
+        assert got[0] == WINNERS[name], (got, att.why)
+
+
 def test_delta_rs_attempts_are_blamed_on_their_real_winners(sample_logs, tmp_path):
     """attempts.json records each loser's read version, partition and real error; the winner is the first
     commit after that read which carries what the error's rule needs in that partition (an add for

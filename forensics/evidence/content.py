@@ -168,6 +168,8 @@ def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile],
         if rows > MAX_ROWS:
             break
         sources.append((r, df))
+    if written_ms is not None and read_upto is not None:
+        sources += _reruns(log, fr, folders, own, read_upto, orphan, cols)
     if not sources:
         # Nothing to compare with (vacuumed, another schema): that says nothing about what it did.
         return _reading("unknown", writer, created_by, codec, (), None,
@@ -176,6 +178,26 @@ def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile],
     if written_ms is not None:
         after = {v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t > written_ms}
     return _compare(orphan, cols, sources, writer, created_by, codec, after)
+
+
+def _reruns(log: DeltaLog, fr: pl.DataFrame, folders: set[str], own: set[str], read_upto: int,
+            orphan: pl.DataFrame, cols: list[str]) -> list[tuple[dict, pl.DataFrame]]:
+    """Files committed after `read_upto` (after the orphans were written) that hold exactly the
+    orphans' rows: no source of them, but a re-run's output (`_compare` tells it so). Only files of
+    the same row count are opened."""
+    later = sorted((r for r in fr.select(["cpath", "size", "added", "removed"]).iter_rows(named=True)
+                    if r["cpath"] and r["cpath"] not in own and os.path.dirname(r["cpath"]) in folders
+                    and int(r["added"]) > read_upto), key=lambda r: int(r["added"]))[:MAX_SOURCES]
+    want = set(_hashes(orphan, cols).to_list())
+    out = []
+    for r in later:
+        pf = _open(log, r["cpath"], int(r["size"] or 0))
+        if pf is None or pf.metadata.num_rows != orphan.height or any(c not in pf.schema_arrow.names for c in cols):
+            continue
+        df = _frame(pf, cols)
+        if df is not None and set(_hashes(df, cols).to_list()) == want:
+            out.append((r, df))
+    return out
 
 
 def _is_key(df: pl.DataFrame, key: list[str]) -> bool:

@@ -137,6 +137,14 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
         until = max(before)
         why = (f"its files were written from {fmt_time(attempt.first_seen, utc_default())} to {fmt_time(attempt.last_seen, utc_default())}; "
                f"v{until} is the last commit that landed before the last of them")
+        if retry is not None:
+            # Its re-run came after the failure: the winner landed before the re-run and by what it read.
+            rv = log.record(retry).read_version
+            bound = rv if rv is not None and rv < retry else retry - 1
+            after = [v for v in after if v <= bound]
+            if bound < until:
+                until = bound
+            why += f"; v{retry} wrote exactly its rows again, a re-run after the failure that read v{bound}"
     else:
         after = []
         if retry is not None:
