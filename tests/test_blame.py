@@ -64,7 +64,7 @@ def test_the_winner_of_each_spark_incident_with_its_recorded_file_times(sample_l
     assert WINNERS[name] in got, att.why
     if name in RERUNS:
         assert att.retry_version == RERUNS[name] and RERUNS[name] not in got, (got, att.why)
-        assert f"v{RERUNS[name]} wrote exactly its rows again" in att.why
+        assert f"its re-run v{RERUNS[name]} read" in att.why and f"v{RERUNS[name]} wrote exactly its rows again" in att.why
     if name != "e-streaming-shared-checkpoint":  # (e): see SAME_BATCH_TWICE
         assert got[0] == WINNERS[name], (got, att.why)
 

@@ -144,7 +144,7 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
             after = [v for v in after if v <= bound]
             if bound < until:
                 until = bound
-            why += f"; v{retry} wrote exactly its rows again, a re-run after the failure that read v{bound}"
+            why += f"; its re-run v{retry} read v{bound}, so the winner is at or before v{bound}"
     else:
         after = []
         if retry is not None:
