@@ -29,7 +29,7 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	-$(BIN)/python -m forensics.runtime.jvm_archive $(DEMO_TABLE)
 	@grep -qs '"version": "3.35.0"' .cache/node/node_modules/azurite/package.json || npm install --no-save --no-audit --no-fund --prefix .cache/node azurite@3.35.0 >/dev/null || echo "warning: could not install Azurite 3.35.0 with npm; the Azure storage tests will fail under CI"
-	$(BIN)/python -m pytest -q -m "not live" --durations=15
+	$(BIN)/python -m pytest -q -m "not live" -n 2 --dist loadfile --durations=15
 
 # delta-spark's jars (the artifact the installed delta-spark package names), fetched once with Maven
 # into $(JARS_DIR) (kept between runs); the live tests run delta-spark itself (forensics/runtime/delta_jvm.py).

@@ -427,9 +427,11 @@ def test_counts_per_engine_add_up(report):
 
 
 @pytest.mark.slow
-def test_a_stale_known_difference_is_a_finding(spark, scenarios, tmp_path, capsys):
+def test_a_stale_known_difference_is_a_finding(spark, scenarios, tmp_path, capsys, monkeypatch):
     """A known difference that no longer reproduces is reported, and fails --strict (exit 1)."""
     from forensics.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # whatever terminal the run has (none under pytest-xdist): no wrapped words
 
     s = copy.deepcopy(_by_id(scenarios, "rs-delete-read"))
     s["known_difference"] = {"explain": "pretend forensics/sets/commit_sets.py:_delta_rs_plan reads the wrong files"}
@@ -443,8 +445,10 @@ def test_a_stale_known_difference_is_a_finding(spark, scenarios, tmp_path, capsy
 
 
 @pytest.mark.slow
-def test_cli_runs_a_scenario_file(spark, scenarios, tmp_path, capsys):
+def test_cli_runs_a_scenario_file(spark, scenarios, tmp_path, capsys, monkeypatch):
     from forensics.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # whatever terminal the run has (none under pytest-xdist): no wrapped words
 
     f = _write_doc(tmp_path / "two.json", [_by_id(scenarios, "rs-delete-read"), _by_id(scenarios, "rs-append-append")])
     assert main(["conformance", "--cases", str(f), "--json"]) == 0

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -82,13 +84,32 @@ def _stop_all(cache: Path) -> None:
 
 
 @pytest.fixture
-def cache(tmp_path):
-    """A cache directory of the test's own; its engines end with the test."""
-    c = tmp_path / "cache"
+def cache():
+    """A cache directory of the test's own, short enough that its engine's socket lives in it
+    (pytest-xdist's tmp_path is not); its engines end with the test."""
+    root = Path(tempfile.mkdtemp(prefix="dfe-", dir="/tmp"))
+    c = root / "cache"
     c.mkdir()
     yield c
     _stop_all(c)
     assert not {p for p in _pids(c) if _alive(p)}
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_tmpdir_too_deep_for_a_socket_path_falls_back_to_tmp(tmp_path):
+    """The engine's socket goes in its directory, else under $TMPDIR, else under /tmp: a Unix
+    socket's path holds about 100 bytes, and a deep cache directory and TMPDIR both exceed it."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    c = deep / "cache"
+    c.mkdir(parents=True)
+    env = {**_env(c), "TMPDIR": str(deep / "tmp")}
+    try:
+        rc, _out, err = run(["engine", "start", "--no-warm"], env)
+        assert rc == 0, err
+        assert _engine_pid(env) is not None
+        assert not (c / "engine").is_dir() or not list((c / "engine").glob("*/sock"))  # not in its too-deep directory
+    finally:
+        run(["engine", "stop"], env)
 
 
 @pytest.fixture(scope="module")

@@ -65,8 +65,13 @@ class EnginePlace:
         path = self.dir / "sock"
         if len(os.fsencode(str(path))) <= _SOCKET_PATH_MAX:
             return path
-        short = Path(tempfile.gettempdir()) / f"delta-forensics-{os.getuid()}"
-        return short / (hashlib.sha256(str(self.dir).encode()).hexdigest()[:20] + ".sock")
+        name = hashlib.sha256(str(self.dir).encode()).hexdigest()[:20] + ".sock"
+        # $TMPDIR first; a TMPDIR itself too deep for a socket path falls back to /tmp
+        for base in (tempfile.gettempdir(), "/tmp"):
+            short = Path(base) / f"delta-forensics-{os.getuid()}" / name
+            if len(os.fsencode(str(short))) <= _SOCKET_PATH_MAX:
+                return short
+        return short
 
 
 def registry() -> Path:
