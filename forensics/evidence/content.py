@@ -148,10 +148,8 @@ def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile],
         return _reading("unknown", writer, created_by, codec, (), None, "no committed file to compare with")
     if "kind" in fr.columns:
         fr = fr.filter(pl.col("kind") == "add")
-    cands = [r for r in fr.select(["cpath", "size", "added", "removed"]).iter_rows(named=True)
-             if r["cpath"] and r["cpath"] not in own and os.path.dirname(r["cpath"]) in folders
-             and (read_upto is None or int(r["added"]) <= read_upto)]
-    cands = sorted(cands, key=lambda r: -int(r["added"]))[:MAX_SOURCES]
+    cands = sorted((r for r in _folder_files(fr, folders, own) if read_upto is None or int(r["added"]) <= read_upto),
+                   key=lambda r: -int(r["added"]))[:MAX_SOURCES]
     sources: list[tuple[dict, pl.DataFrame]] = []
     rows = orphan.height
     for r in cands:
@@ -180,14 +178,19 @@ def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile],
     return _compare(orphan, cols, sources, writer, created_by, codec, after)
 
 
+def _folder_files(fr: pl.DataFrame, folders: set[str], own: set[str]) -> list[dict]:
+    """The committed files of the orphans' folders (the orphans themselves aside)."""
+    return [r for r in fr.select(["cpath", "size", "added", "removed"]).iter_rows(named=True)
+            if r["cpath"] and r["cpath"] not in own and os.path.dirname(r["cpath"]) in folders]
+
+
 def _reruns(log: DeltaLog, fr: pl.DataFrame, folders: set[str], own: set[str], read_upto: int,
             orphan: pl.DataFrame, cols: list[str]) -> list[tuple[dict, pl.DataFrame]]:
     """Files committed after `read_upto` (after the orphans were written) that hold exactly the
     orphans' rows: no source of them, but a re-run's output (`_compare` tells it so). Only files of
     the same row count are opened."""
-    later = sorted((r for r in fr.select(["cpath", "size", "added", "removed"]).iter_rows(named=True)
-                    if r["cpath"] and r["cpath"] not in own and os.path.dirname(r["cpath"]) in folders
-                    and int(r["added"]) > read_upto), key=lambda r: int(r["added"]))[:MAX_SOURCES]
+    later = sorted((r for r in _folder_files(fr, folders, own) if int(r["added"]) > read_upto),
+                   key=lambda r: int(r["added"]))[:MAX_SOURCES]
     want = set(_hashes(orphan, cols).to_list())
     out = []
     for r in later:

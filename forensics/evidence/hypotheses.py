@@ -119,6 +119,13 @@ def _timestamps(log: DeltaLog) -> list[tuple[int, int | None]]:
     return [(v, t) for v, t in log.commits.select(["version", "timestamp"]).iter_rows()]
 
 
+def _rerun_read(log: DeltaLog, retry: int) -> int:
+    """The version the re-run `retry` read (its commit's readVersion, else the one before it): the
+    attempt's winner landed at or before it."""
+    rv = log.record(retry).read_version
+    return rv if rv is not None and rv < retry else retry - 1
+
+
 def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> tuple[int | None, int, list[int], str]:
     """(until, lowest read version, landed-after versions, why): the commits that could have beaten it."""
     versions = log.versions
@@ -139,8 +146,7 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
                f"v{until} is the last commit that landed before the last of them")
         if retry is not None:
             # Its re-run came after the failure: the winner landed before the re-run and by what it read.
-            rv = log.record(retry).read_version
-            bound = rv if rv is not None and rv < retry else retry - 1
+            bound = _rerun_read(log, retry)
             after = [v for v in after if v <= bound]
             if bound < until:
                 until = bound
@@ -148,8 +154,7 @@ def window(log: DeltaLog, attempt: Attempt, clock: Clock, retry: int | None) -> 
     else:
         after = []
         if retry is not None:
-            rv = log.record(retry).read_version
-            until = rv if rv is not None and rv < retry else retry - 1
+            until = _rerun_read(log, retry)
             why = (f"v{retry} re-wrote one of its files byte for byte (same partition and size): a re-run after the failure, "
                    f"which read v{until}, so the winner is at or before v{until}")
         else:

@@ -586,16 +586,6 @@ def _empty(columns: list[str]) -> pa.Table:
     return arrow_schema(columns).empty_table()
 
 
-def _to_arrow(df, columns: list[str]) -> pa.Table:
-    """Collect to the driver as Arrow (works in local, cluster and Connect modes)."""
-    schema = arrow_schema(columns)
-    try:
-        tbl = df.select(*columns).toArrow()
-    except AttributeError:  # pyspark < 4: no DataFrame.toArrow
-        tbl = pa.Table.from_pandas(df.select(*columns).toPandas(), preserve_index=False)
-    return tbl.cast(schema) if tbl.num_rows else schema.empty_table()
-
-
 _ARROW_TO_SPARK = {pa.int64(): "long", pa.int32(): "int", pa.bool_(): "boolean", pa.string(): "string"}
 # The single collected table: a discriminator `_t` ("a" = file action, "o" = other action),
 # then the columns of both tables (they share only version, line and kind).
