@@ -35,7 +35,8 @@ JVM_NOTE = "Delta's JVM side"  # said once per session start: once per engine, o
 def _env(cache: Path, **extra: str) -> dict[str, str]:
     """The environment of a command run with the engine on; TMPDIR of its own, so the user-wide list
     of running engines (forensics/engine/place.py registry) holds only this test's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_FORENSICS_ENGINE")}
+    # DELTA_FORENSICS_UTC too: an in-process `main([... "--utc"])` of an earlier test in this worker leaves it set
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_FORENSICS_ENGINE") and k != "DELTA_FORENSICS_UTC"}
     tmp = cache.parent / "tmp"
     tmp.mkdir(exist_ok=True)
     return {**env, "DELTA_FORENSICS_CACHE_DIR": str(cache), "DELTA_FORENSICS_ENGINE": "on", "TMPDIR": str(tmp), **extra}
