@@ -214,3 +214,21 @@ def test_lazy_file_actions_are_safe_from_many_threads(sample_logs, spark):
         for t in threads:
             t.join()
         assert len(seen) == 8 and None not in seen and len(set(seen)) == 1
+
+
+def test_two_small_reads_at_once_leave_the_sessions_settings_as_they_were(spark):
+    """The TUI reads from two workers: small reads switch the session to interpreted evaluation,
+    and the switch is the session's. Ended in the other order than begun (what two threads do),
+    the settings must come back as the caller had them, and stay switched while a read is on."""
+    from forensics.log.reader import _INTERPRETED, _interpreted_if_small
+
+    before = {k: spark.conf.get(k, None) for k in _INTERPRETED}
+    first, second = _interpreted_if_small(spark, 1, 10), _interpreted_if_small(spark, 1, 10)
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first read ends while the second still runs
+    assert {k: spark.conf.get(k, None) for k in _INTERPRETED} == _INTERPRETED
+    second.__exit__(None, None, None)
+    assert {k: spark.conf.get(k, None) for k in _INTERPRETED} == before
+    with _interpreted_if_small(spark, 10**9, 10**12):  # a big read changes nothing
+        assert {k: spark.conf.get(k, None) for k in _INTERPRETED} == before

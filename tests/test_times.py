@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import os
 import re
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -56,11 +57,14 @@ def test_utc_flag_and_no_raw_epoch_in_human_output(sample_logs, spark, monkeypat
         assert not EPOCH_MS.search(ours), (argv, EPOCH_MS.search(ours))
     _, utc = _cli("history", a, "--utc")
     assert re.search(r"\d\d:\d\d:\d\dZ", utc)
-    monkeypatch.delenv("DELTA_FORENSICS_UTC", raising=False)
+    assert "DELTA_FORENSICS_UTC" not in os.environ  # --utc holds for its own run: the next call is local again
     _, local = _cli("history", a)
     assert re.search(r"\d\d:\d\d:\d\d[+-]\d{4}", local)
     code, js = _cli("history", a, "--json", "--utc")
     assert code == 0 and EPOCH_MS.search(js)  # JSON keeps epoch milliseconds
+    monkeypatch.setenv("DELTA_FORENSICS_UTC", "yes")  # a caller's own setting survives a --utc run
+    _cli("history", a, "--utc")
+    assert os.environ["DELTA_FORENSICS_UTC"] == "yes"
 
 
 def test_every_command_takes_utc():

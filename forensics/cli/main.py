@@ -148,8 +148,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    if getattr(args, "utc", False):
-        os.environ["DELTA_FORENSICS_UTC"] = "1"  # every human-facing time of this run (forensics.times)
+    if not getattr(args, "utc", False):
+        return _dispatch(args, argv)
+    before = os.environ.get("DELTA_FORENSICS_UTC")
+    os.environ["DELTA_FORENSICS_UTC"] = "1"  # every human-facing time of this run (forensics.times)
+    try:
+        return _dispatch(args, argv)
+    finally:  # a notebook or a test calling main() again gets its own environment back
+        if before is None:
+            os.environ.pop("DELTA_FORENSICS_UTC", None)
+        else:
+            os.environ["DELTA_FORENSICS_UTC"] = before
+
+
+def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """Run the parsed command (in the warm engine when it answers) as one line on failure."""
     if args.log_level:  # without it: Python's default, warnings and errors on stderr; Spark at ERROR
         from forensics import set_log_level
 

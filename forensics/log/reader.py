@@ -14,6 +14,7 @@ file and version while the rest of the log is still used.
 from __future__ import annotations
 
 import re
+import threading
 from contextlib import contextmanager
 from functools import lru_cache
 from dataclasses import dataclass, field
@@ -156,27 +157,46 @@ SMALL_READ_BYTES = 8 << 20
 _INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 
+# Small reads in flight per session, and the settings they replaced: the settings are the
+# session's, so two threads (the TUI's workers) share one switch, set by the first small read and
+# restored by the last, or one could restore the other's value and leave it set.
+_INTERPRETED_LOCK = threading.Lock()
+_INTERPRETED_HOLDERS: dict[int, tuple[int, dict[str, str | None]]] = {}
+
+
 @contextmanager
 def _interpreted_if_small(spark: Any, n_files: int, n_bytes: int):
-    saved: dict[str, str | None] = {}
-    if n_files < SMALL_READ_FILES and n_bytes < SMALL_READ_BYTES:
-        for k, v in _INTERPRETED.items():
-            try:
-                saved[k] = spark.conf.get(k, None)
-                spark.conf.set(k, v)
-            except Exception:  # noqa: BLE001 - a server may refuse an internal setting: only slower
-                pass
+    if not (n_files < SMALL_READ_FILES and n_bytes < SMALL_READ_BYTES):
+        yield
+        return
+    key = id(spark)
+    with _INTERPRETED_LOCK:
+        held, saved = _INTERPRETED_HOLDERS.get(key, (0, {}))
+        if held == 0:
+            saved = {}
+            for k, v in _INTERPRETED.items():
+                try:
+                    saved[k] = spark.conf.get(k, None)
+                    spark.conf.set(k, v)
+                except Exception:  # noqa: BLE001 - a server may refuse an internal setting: only slower
+                    pass
+        _INTERPRETED_HOLDERS[key] = (held + 1, saved)
     try:
         yield
     finally:
-        for k, v in saved.items():
-            try:
-                if v is None:
-                    spark.conf.unset(k)
-                else:
-                    spark.conf.set(k, v)
-            except Exception:  # noqa: BLE001
-                pass
+        with _INTERPRETED_LOCK:
+            held, saved = _INTERPRETED_HOLDERS.pop(key)
+            if held > 1:
+                _INTERPRETED_HOLDERS[key] = (held - 1, saved)
+            else:
+                for k, v in saved.items():
+                    try:
+                        if v is None:
+                            spark.conf.unset(k)
+                        else:
+                            spark.conf.set(k, v)
+                    except Exception:  # noqa: BLE001
+                        pass
 
 
 def _file_texts(spark: Any, files: Sequence[LogFile], versions: dict[str, int]):
