@@ -56,19 +56,36 @@ def aborts(paths: list[str]) -> list[dict]:
 
 
 def score(rows: list[dict], key: Key) -> dict:
-    first = among = 0
-    lengths = []
+    """How often the first candidate is the engine's (winner, exception), and is among them; and
+    the same for the winning version alone (the question "which commit beat me", whatever
+    exception the first candidate names), over the candidates' distinct winners in rank order."""
+    first = among = first_w = among_w = 0
+    lengths, winner_lengths = [], []
     for r in rows:
         cands = sorted(r["features"], key=key)
         got = [(c["w"], c["e"]) for c in cands]
+        winners = list(dict.fromkeys(w for w, _ in got))
         lengths.append(len(got))
+        winner_lengths.append(len(winners))
         first += bool(got) and got[0] == tuple(r["want"])
         among += tuple(r["want"]) in got
+        first_w += bool(winners) and winners[0] == r["want"][0]
+        among_w += r["want"][0] in winners
+
+    def pct(k: int) -> float | None:
+        return round(100 * k / n, 1) if n else None
+
+    def p90(xs: list[int]) -> int | None:
+        xs = sorted(xs)
+        return xs[int(0.9 * (len(xs) - 1))] if xs else None
+
     n = len(rows)
-    ls = sorted(lengths)
-    return {"aborts": n, "first": first, "first_pct": round(100 * first / n, 1) if n else None, "among": among,
-            "among_pct": round(100 * among / n, 1) if n else None,
-            "median_length": statistics.median(ls) if ls else None, "p90_length": ls[int(0.9 * (len(ls) - 1))] if ls else None}
+    return {"aborts": n, "first": first, "first_pct": pct(first), "among": among, "among_pct": pct(among),
+            "median_length": statistics.median(lengths) if lengths else None, "p90_length": p90(lengths),
+            "winner_first": first_w, "winner_first_pct": pct(first_w), "winner_among": among_w,
+            "winner_among_pct": pct(among_w),
+            "winner_median_length": statistics.median(winner_lengths) if winner_lengths else None,
+            "winner_p90_length": p90(winner_lengths)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"chosen: {best}")
     for name, s in (out.get("held_out") or {}).items():
         print(f"held out, {name}: {s['aborts']} aborts, first {s['first']} ({s['first_pct']}%), among {s['among']} ({s['among_pct']}%), "
-              f"length median {s['median_length']} p90 {s['p90_length']}")
+              f"length median {s['median_length']} p90 {s['p90_length']}; the winning version alone: first "
+              f"{s['winner_first']} ({s['winner_first_pct']}%), among {s['winner_among']} ({s['winner_among_pct']}%), "
+              f"distinct winners median {s['winner_median_length']} p90 {s['winner_p90_length']}")
     return 0
 
 

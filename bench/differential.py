@@ -615,6 +615,7 @@ def check_blame(losers: list[dict], t_default) -> None:
                   "support": c.support, "reads": list(c.read_versions)} for c in att.candidates]
         b = {"found": True, "candidates": cands, "n": len(cands), "ambiguous": att.ambiguous,
              "first": bool(cands) and cands[0] == (want, exc), "among": (want, exc) in cands,
+             "winner_first": bool(cands) and cands[0][0] == want,
              "winner_among": want in {w for w, _ in cands}, "content": att.content.kind if att.content else None,
              "shared_files": len(att.files) != len(mine), "features": feats}
         L["blame"] = b
@@ -797,7 +798,8 @@ class Summary:
         self.disagreements: list[dict] = []
         self.rss: list[tuple[int, float]] = []  # (scenarios done, MB resident in this process tree, JVM included)
         # blame calibration (aborts only): from the orphan files alone, and from the error text with the table
-        self.blame: dict[str, dict[str, Any]] = {k: {"aborts": 0, "first": 0, "among": 0, "lengths": []} for k in ("files", "text")}
+        self.blame: dict[str, dict[str, Any]] = {k: {"aborts": 0, "first": 0, "among": 0, "winner_first": 0, "winner_among": 0, "lengths": []}
+                                                 for k in ("files", "text")}
 
     def add(self, rec: dict) -> None:
         self.scenarios += 1
@@ -844,6 +846,8 @@ class Summary:
             f["aborts"] += 1
             f["first"] += bool(b["first"])
             f["among"] += bool(b["among"])
+            f["winner_first"] += bool(b["candidates"]) and b["candidates"][0][0] == want
+            f["winner_among"] += bool(b["winner_among"])
             f["lengths"].append(b["n"])
         e = L.get("explain_error") or {}
         if "winningVersion" in e:
@@ -852,13 +856,16 @@ class Summary:
             wm = e.get("winnerMatch") or {}
             cands = (wm.get("candidates") or []) if wm.get("ambiguous") else (
                 [e["winningVersion"]] if e.get("winningVersion") is not None else [])
-            t["first"] += e.get("winningVersion") == want
+            t["first"] += e.get("winningVersion") == want  # the text's basis names versions: winner alone
             t["among"] += want in cands
+            t["winner_first"] += e.get("winningVersion") == want
+            t["winner_among"] += want in cands
             t["lengths"].append(len(cands))
 
     def blame_figures(self) -> dict:
-        """Per basis: aborts, how often the first candidate is the engine's winner, how often it is among
-        them, and the median and 90th-percentile length of the list."""
+        """Per basis: aborts, how often the first candidate is the engine's winner (from the files: with
+        the engine's exception; `winner_*`: the winning version alone), how often it is among them,
+        and the median and 90th-percentile length of the list."""
         out = {}
         for k, b in self.blame.items():
             ls = sorted(b["lengths"])
@@ -866,6 +873,9 @@ class Summary:
             out[k] = {"aborts": b["aborts"], "first": b["first"], "among": b["among"],
                       "first_pct": round(100 * b["first"] / b["aborts"], 1) if b["aborts"] else None,
                       "among_pct": round(100 * b["among"] / b["aborts"], 1) if b["aborts"] else None,
+                      "winner_first": b["winner_first"], "winner_among": b["winner_among"],
+                      "winner_first_pct": round(100 * b["winner_first"] / b["aborts"], 1) if b["aborts"] else None,
+                      "winner_among_pct": round(100 * b["winner_among"] / b["aborts"], 1) if b["aborts"] else None,
                       "median_length": pct(0.5), "p90_length": pct(0.9)}
         return out
 
@@ -893,7 +903,9 @@ def print_summary(s: dict, out=sys.stdout) -> None:
     p(f"scenarios: {s['scenarios']}  agree: {s['agree']}  disagree: {s['disagree']}  harness errors: {len(s['harness_errors'])}")
     for k, b in (s.get("blame") or {}).items():
         p(f"blame from {k}: {b['aborts']} aborts; first candidate the engine's winner {b['first']} ({b['first_pct']}%), "
-          f"among the candidates {b['among']} ({b['among_pct']}%); list length median {b['median_length']}, p90 {b['p90_length']}")
+          f"among the candidates {b['among']} ({b['among_pct']}%); the winning version alone first {b.get('winner_first')} "
+          f"({b.get('winner_first_pct')}%), among {b.get('winner_among')} ({b.get('winner_among_pct')}%); "
+          f"list length median {b['median_length']}, p90 {b['p90_length']}")
     p(f"elapsed: {s['elapsed_s']} s  ({s['scenarios_per_minute']} scenarios/minute)")
     p(f"checks run: {s['checks_run']}")
     if s.get("rss_mb_by_scenario"):

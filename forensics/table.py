@@ -13,14 +13,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
-import polars as pl
-
 from forensics.errors import ExitCode, ForensicsError
 from forensics.model import ISOLATION_LEVELS
 
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
     from datetime import datetime
     from traceback import TracebackException
+
+    import polars as pl
 
     from forensics.analysis.counterfactual import Counterfactual
     from forensics.analysis.explain import Explanation
@@ -145,19 +145,19 @@ class Table:
         return log
 
     @staticmethod
-    def listed_commits(uri: str | Path) -> list[tuple[int, int]] | None:
-        """(version, commit file's modification time in epoch ms) of every commit a local table's
-        `_delta_log` lists, without reading one (the TUI paints these at once, before the parse);
-        None for a remote table (listing it needs the store's settings) or one that cannot be listed."""
-        from forensics.log.listing import is_local, list_log, normalize_location
+    def listed_commits(uri: str | Path, *, times: bool = True) -> list[tuple[int, int | None]] | None:
+        """(version, commit file's modification time in epoch ms, None without `times`) of every
+        commit a local table's `_delta_log` lists, without reading one (the TUI paints the names at
+        once, then their times, before the parse); None for a remote table (listing it needs the
+        store's settings) or one that cannot be listed."""
+        from forensics.log.listing import commit_versions_local, is_local, normalize_location
 
         if not is_local(normalize_location(str(uri))):
             return None
         try:
-            listing = list_log(str(uri))
-        except ForensicsError:
+            return commit_versions_local(str(uri), times=times)
+        except OSError:
             return None
-        return [(v, listing.commits[v].mtime_ms) for v in listing.versions]
 
     @classmethod
     def from_cache(cls, uri: str | Path, *, rules: str | None = None,
@@ -346,6 +346,8 @@ class Table:
         """Read and write sets of every version (or one), one row each."""
         versions = [version] if version is not None else self.versions
         rows = [self.commit_sets(v).to_dict() for v in versions]
+        import polars as pl
+
         return pl.DataFrame(rows, infer_schema_length=None) if rows else pl.DataFrame()
 
     @_as_the_writer_ran
@@ -370,6 +372,8 @@ class Table:
         rows = [{"attempt": a.id, "version": None, "readVersion": a.read_versions[1] if a.read_versions else None,
                  "operation": a.operation, "verdict": "aborted", "exception": a.exception, "winningVersion": a.winning_version,
                  "rule": a.rule, "certainty": a.certainty, "why": a.answer} for a in self.silent_log().attempts]
+        import polars as pl
+
         return pl.concat([frame, pl.DataFrame(rows, infer_schema_length=None)], how="diagonal_relaxed") if rows else frame
 
     def verdict_lines(self, *, isolation_level: str | None = None, versions: list[int] | None = None,
@@ -453,6 +457,8 @@ class Table:
         """The most contended partitions, one row each (the rest: `stats_report`)."""
         st = self.stats_report(window=window, from_version=from_version, to_version=to_version, top=1_000_000,
                                since=since, until=until, last=last)
+        import polars as pl
+
         return pl.DataFrame(st.to_dict()["partitions"], infer_schema_length=None)
 
     # ---- single answers (dataclasses with to_dict) -------------------------------------

@@ -211,6 +211,55 @@ async def test_cache_miss_reads_with_spark_in_background(evil_table, spark):
         assert versions(app).current_version == 1
 
 
+def test_the_listing_gives_names_first_then_times_as_list_log_does(tmp_path, repo_root):
+    """The first paint reads names only (no stat per commit); the timed listing that follows names
+    exactly the commits `list_log` classifies: not a link, a directory or another file named like one."""
+    import shutil
+
+    from forensics.log.listing import list_log
+
+    table = tmp_path / "t"
+    shutil.copytree(repo_root / "sample_logs" / "quickstart" / "table", table)
+    log = table / "_delta_log"
+    (log / "00000000000000000090.json").symlink_to(log / "00000000000000000001.json")
+    (log / "00000000000000000091.json").mkdir()
+    (log / "00000000000000000002.json.tmp").write_text("{}")
+    (log / "00000000000000000002.checkpoint.parquet").write_bytes(b"")
+    classified = list_log(str(table))
+    names = Table.listed_commits(table, times=False)
+    timed = Table.listed_commits(table)
+    assert [v for v, _ in timed] == classified.versions == list(range(20))
+    assert [v for v, _ in names] == [*range(20), 90, 91]  # names alone cannot tell a link or a directory
+    assert all(t is None for _, t in names)
+    assert [t for _, t in timed] == [classified.commits[v].mtime_ms for v in classified.versions]
+    assert Table.listed_commits(tmp_path / "absent") is None
+
+
+async def test_the_second_listing_keeps_the_cursor_where_the_user_put_it(repo_root):
+    from tui.data import Rows
+
+    gate = threading.Event()
+
+    def no_spark():  # held until the test ends: only the listings show
+        gate.wait(60)
+        raise RuntimeError("no Spark in this test")
+
+    app = ForensicsApp(str(repo_root / "sample_logs" / "quickstart" / "table"), utc=True, spark_factory=no_spark)
+    async with app.run_test(size=SIZE) as pilot:
+        vl = versions(app)
+        for _ in range(100):
+            if vl.rows is not None and vl.rows.timestamp[-1] is not None:
+                break
+            await pilot.pause(0.05)
+        assert vl.rows.provisional and vl.current_version == 19
+        await pilot.press("k", "k")
+        assert vl.current_version == 17
+        vl.show_listing(Rows.from_listing(Table.listed_commits(repo_root / "sample_logs" / "quickstart" / "table", times=False)))
+        await pilot.pause()
+        assert vl.current_version == 17 and "…" in vl.row_text(17)
+        gate.set()
+
+
 # --------------------------------------------------------------------------------------
 # 2. version list: virtualized, columns, UTC toggle
 # --------------------------------------------------------------------------------------

@@ -82,10 +82,13 @@ class ForensicsApp(App[int]):
             if table is not None:
                 how = "from cache" if table.read_from_cache else "read with Spark"
             else:
-                # The listed versions first (a fraction of a second even at 100k commits), then the
-                # cache or the parse replaces them: rows show before either is read.
-                listed = listing_rows(self.location)
-                if listed is not None:
+                # The listed versions first: their names (one directory read, 0.07 s at 100k
+                # commits), then with their files' times; the cache or the parse replaces them, so
+                # rows show before either is read.
+                for times in (False, True):
+                    listed = listing_rows(self.location, times=times)
+                    if listed is None:
+                        break
                     main.post_message(ListingReady(listed))
                 if self.use_cache:
                     table = Table.from_cache(self.location)
@@ -111,10 +114,11 @@ class ForensicsApp(App[int]):
             self.push_screen(HelpScreen(self.screen.focused, active_keys(self, self.screen)))
 
 
-def listing_rows(location: str) -> "Rows | None":
-    """The versions a local table's log lists, at their files' times (no JVM); None for a remote
-    table (the header shows progress instead) or one that cannot be listed (the full open reports it)."""
+def listing_rows(location: str, *, times: bool = True) -> "Rows | None":
+    """The versions a local table's log lists, at their files' times unless `times` is False (no
+    JVM); None for a remote table (the header shows progress instead) or one that cannot be listed
+    (the full open reports it)."""
     from tui.data import Rows
 
-    listed = Table.listed_commits(location)
+    listed = Table.listed_commits(location, times=times)
     return Rows.from_listing(listed) if listed else None

@@ -93,15 +93,16 @@ class Rows:
         return rows
 
     @classmethod
-    def from_listing(cls, listed: list[tuple[int, int]]) -> "Rows":
-        """The versions the commit files' names give, at their files' times, before the parse: the
-        list paints at once on a table the cache does not cover, then fills in."""
+    def from_listing(cls, listed: list[tuple[int, int | None]]) -> "Rows":
+        """The versions the commit files' names give, at their files' times (None: not read yet),
+        before the parse: the list paints at once on a table the cache does not cover, then fills in."""
         vs = [v for v, _ in listed]
         n = len(vs)
-        none: list = [None] * n
-        rows = cls(version=vs, timestamp=[t for _, t in listed], operation=list(none),
-                   read_version=list(none), isolation=list(none), blind=list(none), adds=[0] * n, removes=[0] * n,
-                   txn_id=list(none), user=list(none), engine=list(none), params=list(none), provisional=True)
+        none: list = [None] * n  # one list for every empty column: columns are never written to
+        zero: list = [0] * n
+        rows = cls(version=vs, timestamp=[t for _, t in listed], operation=none, read_version=none, isolation=none,
+                   blind=none, adds=zero, removes=zero, txn_id=none, user=none, engine=none, params=none,
+                   provisional=True)
         rows._pos = {v: i for i, v in enumerate(vs)}
         rows.visible = list(range(n))
         return rows

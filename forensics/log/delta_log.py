@@ -144,6 +144,8 @@ class DeltaLog:
         None when there is no cache or it is stale (a commit appeared, changed or is
         newer than the cached maximum): the caller then falls back to `open`.
         """
+        if C.current_dir(table_cache_dir(as_uri or L.normalize_location(location))) is None:
+            return None  # nothing cached: no listing (a second at 100k commits) before the caller's own
         listing = _as(L.list_log(location), as_uri)
         plan = _plan_files(listing)
         if not plan:

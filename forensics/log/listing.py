@@ -7,6 +7,7 @@ Delta protocol become findings (stray files never break reading).
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import stat
@@ -111,6 +112,32 @@ def _entries_local(dir_path: str) -> Iterable[tuple[str, int, int, bool, bool]]:
                 stat.S_ISDIR(st.st_mode),
                 stat.S_ISLNK(st.st_mode),
             )
+
+
+def commit_versions_local(location: str, *, times: bool) -> list[tuple[int, int | None]]:
+    """(version, commit file's mtime in epoch ms, or None without `times`) of every commit file a
+    local `_delta_log` names, ascending: what a first paint needs. Names alone are one directory
+    read (about 0.1 s at 100k commits, where `list_log`'s stat and classification of every entry
+    take about 1 s) and may include an entry named like a commit that is no file (a link, a
+    directory); with `times` each is stat'ed and only regular files count, as in `list_log`.
+    Raises OSError when the directory cannot be read."""
+    path = _join(normalize_location(location), "_delta_log")
+    path = urlparse(path).path if path.startswith("file:") else path
+    names = sorted(n for n in os.listdir(path) if len(n) == 25 and n.endswith(".json") and RE_COMMIT.match(n))
+    if not times:  # zero-padded: the names' order is the versions'
+        if names and int(names[-1][:20]) - int(names[0][:20]) + 1 == len(names):  # no gap (the usual log): no parse each
+            return list(zip(range(int(names[0][:20]), int(names[-1][:20]) + 1), itertools.repeat(None)))
+        return [(int(n[:20]), None) for n in names]
+    prefix = path.rstrip("/") + "/"
+    out: list[tuple[int, int | None]] = []
+    for n in names:
+        try:
+            st = os.lstat(prefix + n)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            out.append((int(n[:20]), int(st.st_mtime * 1000)))
+    return out
 
 
 def _arrow_fs(uri: str):

@@ -33,10 +33,7 @@ from tui.messages import (
     TableLoaded,
     VersionHighlighted,
 )
-from tui.screens.matrix import MatrixScreen
-from tui.screens.timeline import TimelineScreen
 from tui.screens.view import ViewScreen
-from tui.screens.whatif import WhatIfScreen
 from tui.widgets.detail import DetailPane
 from tui.widgets.explain import ExplainPane
 from tui.widgets.header import TableHeader
@@ -219,6 +216,8 @@ class MainScreen(ViewScreen):
         if self.versions.rows is None or self.table is None:
             self.notify("still opening the table", severity="warning")
             return
+        from tui.screens.timeline import TimelineScreen  # loads on first use: the list paints first
+
         self.app.push_screen(TimelineScreen(self.location, self.table, self.versions.rows), self._opened)
 
     def _opened(self, version: int | None) -> None:
@@ -230,12 +229,16 @@ class MainScreen(ViewScreen):
             self.notify("still opening the table", severity="warning")
             return
         note = "" if self.versions.replayed else "  — replay verdicts not available: pairs counted as 'unreplayed'"
+        from tui.screens.matrix import MatrixScreen
+
         self.app.push_screen(MatrixScreen(self.location, self.versions.rows, note, self.table))
 
     def action_whatif(self) -> None:
         if self.table is None:
             self.notify("still opening the table", severity="warning")
             return
+        from tui.screens.whatif import WhatIfScreen
+
         self.app.push_screen(WhatIfScreen(self.location, self.table, self.versions.current_version))
 
     # ---- export and copy (ViewScreen) ------------------------------------------------------------

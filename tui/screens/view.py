@@ -14,7 +14,7 @@ from typing import Any
 from textual.binding import Binding
 from textual.screen import Screen
 
-from forensics import ForensicsError, default_export_name, error_line, safe, write_view
+from forensics import ForensicsError, error_line, safe
 from tui.prompt import PromptScreen
 
 
@@ -49,6 +49,8 @@ class ViewScreen(Screen[Any]):
         self.notify(f"copied {what} as JSON ({len(text):,} chars)")
 
     def action_export(self, redact: bool = False) -> None:
+        from forensics import default_export_name, write_view  # the export stack loads when used, not at launch
+
         view, payload = self.export_payload()
         payload = {"table": self.location, **payload}
         suggestion = default_export_name(view, self.location)

@@ -8,9 +8,8 @@ own worker and they arrive a moment after the rest.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 from rich.console import Group, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
@@ -21,6 +20,9 @@ from textual.widgets import Static
 from forensics import Table, error_line, safe
 from forensics.times import fmt_time
 from tui.messages import SetsDone
+
+if TYPE_CHECKING:
+    import polars as pl
 
 ACTION_LIMIT = 200
 

@@ -70,7 +70,7 @@ def cells(rows: Rows, i: int, width: int, *, utc: bool, replay_pending: bool) ->
         badge, style = "", ""
     if rows.provisional:  # listed, not parsed yet: the commit file's time, nothing it did
         wait = ("…", "dim")
-        out = {"version": (str(rows.version[i]), "bold"), "time": (fmt_time(rows.timestamp[i], utc, offset=False), "dim"),
+        out = {"version": (str(rows.version[i]), "bold"), "time": (fmt_time(rows.timestamp[i], utc, offset=False) or "…", "dim"),
                "operation": wait, "read": ("", ""), "isolation": ("", ""), "blind": ("", ""), "adds": wait,
                "removes": wait, "verdict": ("", "")}
         return [out[c.key] for c in columns_for(width)]

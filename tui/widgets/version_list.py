@@ -97,10 +97,12 @@ class VersionList(ScrollView, can_focus=True):
         self.build_rows(table)
 
     def show_listing(self, rows: Rows) -> None:
-        """The listed versions (provisional: time and number only) until `load` replaces them."""
+        """The listed versions (provisional: time and number only) until `load` replaces them; a
+        second listing (the names, then with their times) keeps the cursor where the user put it."""
+        keep = self.current_version if self.rows is not None and self.rows.provisional else None
         self.rows = rows
         last = rows.version[-1] if rows.version else None
-        self.refresh_rows(last)
+        self.refresh_rows(keep if keep is not None else last)
         self.post_message(RowsReady(rows.version[0] if rows.version else None, last, len(rows.version)))
 
     @work(thread=True, exclusive=True, group="rows")
