@@ -9,6 +9,7 @@ single answers as typed dataclasses with `to_dict()`.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached t
     from forensics.replay.windows import ReplayReport
     from forensics.rules.writer_conf import WriterConf
     from forensics.sets.commit_sets import CommitSets, StateIndex
+    from forensics.storage import StoreLocation
 
 Progress = Callable[[str], None]
 _Question = TypeVar("_Question", bound=Callable[..., Any])
@@ -140,7 +142,7 @@ class Table:
 
         self.store = mirror_table(loc, storage_options, profile=profile, use_cache=use_cache, progress=progress)
         log = DeltaLog.open(str(self.store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
-                            progress=progress, as_uri=loc.uri)
+                            progress=progress, as_uri=loc.uri, spark_root=self._store_read_root(loc))
         log.store = self.store
         return log
 
@@ -171,6 +173,24 @@ class Table:
             return None
         log = DeltaLog.open_cached(str(uri))
         return None if log is None else cls(uri, rules=rules, writer_conf=writer_conf, _log=log)
+
+    def _store_read_root(self, loc: "StoreLocation") -> str | None:
+        """On a cluster the tool starts, the executors read a remote table from the store, not from
+        this machine's mirror: the connector's settings join the session's (the user's win), and
+        the URI Spark reads is returned (forensics/storage/connectors.py). None in local mode,
+        through Spark Connect (the server reads with its own connectors) and on a caller's session."""
+        from forensics.storage.connectors import is_cluster, plan
+
+        if self._spark is not None or self._remote or not is_cluster(self._master or os.environ.get("DELTA_FORENSICS_MASTER")):
+            return None
+        assert self.store is not None
+        read = plan(loc, self.store.options, self._spark_conf)
+        self._spark_conf = {**read.settings, **self._spark_conf}
+        if read.not_mapped:
+            from forensics.runtime.logs import logger
+
+            logger.warning("storage options not passed to the cluster's %s connector: %s", loc.kind, ", ".join(read.not_mapped))
+        return read.spark_root
 
     def _spark_session(self) -> Any:
         if self._spark is not None:

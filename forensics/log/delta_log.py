@@ -76,12 +76,17 @@ class DeltaLog:
         spark_factory: SparkFactory | None = None,
         progress: Progress | None = None,
         as_uri: str | None = None,
+        spark_root: str | None = None,
     ) -> "DeltaLog":
         """Read the log at `location`; `as_uri` is the table's own URI when `location` is a local
-        mirror of a remote `_delta_log` (the cache, paths and output then speak of the remote table)."""
+        mirror of a remote `_delta_log` (the cache, paths and output then speak of the remote table);
+        `spark_root` is where Spark reads the table from instead of the mirror (a cluster's
+        executors reading the store: forensics/storage/connectors.py)."""
         spark_factory = spark_factory or _default_spark
         say = progress or (lambda _msg: None)
         listing, spark = _list_while_starting(location, spark_factory, use_cache, as_uri)
+        if spark_root is not None:
+            listing.spark_log_uri = spark_root.rstrip("/") + "/_delta_log"
         if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
             raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
         cache_dir = table_cache_dir(listing.table_uri)
@@ -103,7 +108,7 @@ class DeltaLog:
             new_files = [f for v, (f, _) in sorted(plan.items()) if v > meta["max_version"]]
             from_cache = True
             if new_files:
-                spark, parsed = _read_with_spark(spark, spark_factory, new_files, plan, say, "new ")
+                spark, parsed = _read_with_spark(spark, spark_factory, new_files, plan, say, "new ", listing)
                 started = True
                 c2, a2, o2 = _index(parsed, plan, [v for v in sorted(plan) if v > meta["max_version"]])
                 commits = pl.concat([commits, c2], how="vertical_relaxed")
@@ -115,7 +120,7 @@ class DeltaLog:
             files = [f for _, (f, _) in sorted(plan.items())]
             from_cache = False
             if files:
-                spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "")
+                spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "", listing)
                 started = True
             else:
                 parsed = ParsedFiles(arrow_schema(ACTION_COLUMNS).empty_table(), arrow_schema(OTHER_COLUMNS).empty_table())
@@ -296,12 +301,13 @@ def _then_concat(first, more: pl.DataFrame):
     return pl.concat([first, more], how="vertical_relaxed")
 
 
-def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str) -> tuple[Any, ParsedFiles]:
+def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str,
+                     listing: L.LogListing) -> tuple[Any, ParsedFiles]:
     """Parse commit files with Spark, starting it if the listing did not already."""
     say(f"reading {len(files)} {what}commit file(s) with Spark")
     _reserve_heap(files, plan)  # a running session too small for them: one line, not a dead JVM
     spark = spark or spark_factory()
-    return spark, _read(spark, files, plan)
+    return spark, _read(spark, files, plan, listing)
 
 
 def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
@@ -367,9 +373,9 @@ def _plan_files(listing: L.LogListing) -> dict[int, tuple[L.LogFile, str]]:
     return plan
 
 
-def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]]) -> ParsedFiles:
+def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], listing: L.LogListing) -> ParsedFiles:
     uri_version = {f.uri: v for v, (f, _) in plan.items()}
-    return read_commit_files(spark, files, source_version={f.uri: uri_version[f.uri] for f in files})
+    return read_commit_files(spark, files, source_version={f.uri: uri_version[f.uri] for f in files}, at=listing.spark_uri)
 
 
 def _index(parsed: ParsedFiles, plan: dict[int, tuple[L.LogFile, str]], versions: list[int]):

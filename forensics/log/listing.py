@@ -62,6 +62,16 @@ class LogListing:
     last_checkpoint: LogFile | None = None
     temp_commits: list[LogFile] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    # Where Spark reads the log when it is not where it was listed: a cluster's executors read a
+    # remote table from the store, not from this machine's mirror (forensics/storage/connectors.py).
+    spark_log_uri: str | None = None
+
+    def spark_uri(self, f: LogFile) -> str:
+        """The URI Spark reads `f` from: the store's for a mirrored log read by a cluster, else `f.uri`."""
+        base = self.log_uri.rstrip("/")
+        if self.spark_log_uri and f.uri.startswith(base + "/"):
+            return self.spark_log_uri.rstrip("/") + f.uri[len(base):]
+        return f.uri
 
     @property
     def versions(self) -> list[int]:

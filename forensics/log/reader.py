@@ -17,8 +17,8 @@ import re
 import threading
 from contextlib import contextmanager
 from functools import lru_cache
-from dataclasses import dataclass, field
-from typing import Any, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -88,17 +88,24 @@ def _version_of(name: str) -> int:
 DIR_READ_MIN_FILES = 200
 
 
-def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: dict[str, int] | None = None) -> ParsedFiles:
+def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: dict[str, int] | None = None,
+                      at: Callable[[LogFile], str] | None = None) -> ParsedFiles:
     """Parse commit (or compacted / staged) JSON files with Spark, in one Spark job.
 
     `source_version` maps a file URI to the version its rows belong to (compacted files are
-    attributed to their end version); by default the version is the file name's prefix.
+    attributed to their end version); by default the version is the file name's prefix. `at`
+    gives the URI Spark reads each file from when it is not `f.uri` (`LogListing.spark_uri`).
     Every line becomes at most one row per file action (add/remove/cdc) plus at most one
     "other" row; both kinds travel in one collected Arrow table and are split on the driver,
     so the files are opened and parsed once (no `.cache()`, no second scan).
     """
     if not files:
         return ParsedFiles(_empty(ACTION_COLUMNS), _empty(OTHER_COLUMNS))
+    if at is not None:
+        moved = {f.uri: replace(f, uri=at(f)) for f in files}
+        if source_version is not None:
+            source_version = {moved[u].uri if u in moved else u: v for u, v in source_version.items()}
+        files = list(moved.values())
     versions = source_version or {f.uri: _version_of(f.name) for f in files}
     logger.info("parsing %d commit file(s), %d bytes, with Spark", len(files), sum(f.size or 0 for f in files))
     try:
@@ -407,10 +414,10 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
             _require_whole_parquet(f, cp.version)
     try:
         if cp.fmt == "json":
-            base = read_commit_files(spark, parts, source_version={f.uri: cp.version for f in parts})
+            base = read_commit_files(spark, parts, source_version={f.uri: cp.version for f in parts}, at=listing.spark_uri)
             act, oth = base.actions, base.others
         else:
-            df = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*[f.uri for f in parts])
+            df = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*[listing.spark_uri(f) for f in parts])
             act, oth = _checkpoint_tables(df, cp.version, stats=stats)
     except ForensicsError:
         raise
@@ -438,7 +445,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
                 )
                 continue
             _require_whole_parquet(f, cp.version, (_json.loads(r["payload"]) or {}).get("sizeInBytes"))
-            uris.append(f.uri)
+            uris.append(listing.spark_uri(f))
         if uris:
             try:
                 sdf = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*uris)

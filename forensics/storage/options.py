@@ -576,6 +576,16 @@ class StorageOptions:
     def __post_init__(self) -> None:
         remember_settings(self.values)  # scrubbed from every message of this run (forensics.safe)
 
+    def by_store_key(self) -> dict[str, str]:
+        """The values under object_store's own key names (`access_key_id`, `endpoint`, `allow_http`,
+        `ssl_cert_file`): what a connector mapping reads (forensics/storage/connectors.py)."""
+        prefix = _PREFIX[self.kind] + "_"
+        out: dict[str, str] = {}
+        for k, v in self.values.items():
+            key = _OBSTORE_KEY[self.kind].get(k) or (k[len(prefix):] if k.startswith(prefix) else k).lower()
+            out[key] = str(v)
+        return out
+
     # ---- display -------------------------------------------------------------------
     def masked(self) -> dict[str, str]:
         """The values with every secret replaced by `***` (and proxy passwords removed)."""
