@@ -56,10 +56,12 @@ def aborts(paths: list[str]) -> list[dict]:
 
 
 def score(rows: list[dict], key: Key) -> dict:
-    """How often the first candidate is the engine's (winner, exception), and is among them; and
-    the same for the winning version alone (the question "which commit beat me", whatever
-    exception the first candidate names), over the candidates' distinct winners in rank order."""
-    first = among = first_w = among_w = 0
+    """How often the first candidate is the engine's (winner, exception), and is among them; the
+    same for the winning version alone (the question "which commit beat me", whatever exception
+    the first candidate names), over the candidates' distinct winners in rank order; and the first
+    winner among the candidates that raise the engine's exception (what an error text tied to this
+    attempt leaves)."""
+    first = among = first_w = among_w = first_e = 0
     lengths, winner_lengths = [], []
     for r in rows:
         cands = sorted(r["features"], key=key)
@@ -70,6 +72,9 @@ def score(rows: list[dict], key: Key) -> dict:
         first += bool(got) and got[0] == tuple(r["want"])
         among += tuple(r["want"]) in got
         first_w += bool(winners) and winners[0] == r["want"][0]
+        # the error text names the exception: the attempt's candidates that raise it, in rank order
+        named = [w for w, e in got if e == r["want"][1]]
+        first_e += bool(named) and named[0] == r["want"][0]
         among_w += r["want"][0] in winners
 
     def pct(k: int) -> float | None:
@@ -83,6 +88,7 @@ def score(rows: list[dict], key: Key) -> dict:
     return {"aborts": n, "first": first, "first_pct": pct(first), "among": among, "among_pct": pct(among),
             "median_length": statistics.median(lengths) if lengths else None, "p90_length": p90(lengths),
             "winner_first": first_w, "winner_first_pct": pct(first_w), "winner_among": among_w,
+            "first_given_exception": first_e, "first_given_exception_pct": pct(first_e),
             "winner_among_pct": pct(among_w),
             "winner_median_length": statistics.median(winner_lengths) if winner_lengths else None,
             "winner_p90_length": p90(winner_lengths)}
@@ -114,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"held out, {name}: {s['aborts']} aborts, first {s['first']} ({s['first_pct']}%), among {s['among']} ({s['among_pct']}%), "
               f"length median {s['median_length']} p90 {s['p90_length']}; the winning version alone: first "
               f"{s['winner_first']} ({s['winner_first_pct']}%), among {s['winner_among']} ({s['winner_among_pct']}%), "
-              f"distinct winners median {s['winner_median_length']} p90 {s['winner_p90_length']}")
+              f"distinct winners median {s['winner_median_length']} p90 {s['winner_p90_length']}; given the exception "
+              f"(an error text tied to this attempt) first {s['first_given_exception']} ({s['first_given_exception_pct']}%)")
     return 0
 
 
