@@ -155,6 +155,13 @@ class Engine:
             lst.add(x)
         return self.jvm.org.apache.spark.api.python.PythonUtils.toSeq(lst)
 
+    def to_list(self, seq: Any) -> list:
+        """A Scala collection's elements (Scala 2.12 and 2.13 alike: delta-spark 3.x runs on 2.12)."""
+        it, out = seq.iterator(), []
+        while it.hasNext():
+            out.append(it.next())
+        return out
+
     def some(self, x: Any) -> Any:
         return self.jvm.scala.Option.apply(x)
 
@@ -173,11 +180,17 @@ class Engine:
         become the transaction's read predicates. One unsplit conjunction would read the whole table."""
         both = self.delta.DeltaTableUtils.splitMetadataAndDataPredicates(
             self.expr(text, path), self.seq(partition_columns), self.spark._jsparkSession)  # noqa: SLF001
-        conv = self.jvm.scala.jdk.javaapi.CollectionConverters
-        return self.seq(list(conv.asJava(both._1())) + list(conv.asJava(both._2())))
+        return self.seq(self.to_list(both._1()) + self.to_list(both._2()))
 
     def cls(self, name: str) -> Any:
         return getattr(self.delta, name)
+
+    def op(self, name: str, *args: Any) -> Any:
+        """A `DeltaOperations` case class from its leading arguments, the rest (Options with
+        defaults, more of them in each release) left empty: one call for every release."""
+        k = self.jvm.py4j.reflection.ReflectionUtil.classForName(f"org.apache.spark.sql.delta.{name}")
+        n = min(a for a in (c.getParameterCount() for c in k.getConstructors()) if a >= len(args))
+        return self.cls(name)(*args, *[self.none() for _ in range(n - len(args))])
 
     def sql(self, text: str) -> None:
         self.spark.sql(text).collect()
@@ -283,7 +296,6 @@ def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> 
     parts = ["p"] if partitioned else []
     actions: list = []
     jop = None
-    W = eng.cls("DeltaOperations$Write")
     mode = eng.jvm.org.apache.spark.sql.SaveMode
 
     pending: list = []
@@ -293,8 +305,7 @@ def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> 
         return []
 
     def removed_by(pred: str) -> tuple[list, list[str]]:
-        files = list(eng.jvm.scala.jdk.javaapi.CollectionConverters.asJava(
-            txn.filterFiles(eng.filters(pred, path, parts), False)))
+        files = eng.to_list(txn.filterFiles(eng.filters(pred, path, parts), False))
         now = int(time.time() * 1000)
         return [f.removeWithTimestamp(now, True) for f in files], [str(f.path()) for f in files]
 
@@ -313,33 +324,32 @@ def start_loser(eng: Engine, path: str, op: dict, partitioned: bool, R: int) -> 
             else:
                 txn.readWholeTable()
         actions = write(eng.rows(op["ids"], [op["part"]] * len(op["ids"]), partitioned))
-        jop = W(mode.Append, eng.some(eng.seq([])), *[eng.none() for _ in range(7)])
+        jop = eng.op("DeltaOperations$Write", mode.Append, eng.some(eng.seq([])))
     elif k in ("delete", "update"):
         removes, paths = removed_by(op["predicate"])
         pred = op["predicate"]
         rewrite = survivors(paths, f"NOT ({pred})", pred if k == "update" else None) if paths else None
         adds = write(rewrite) if rewrite is not None and (k == "update" or not _partition_only(pred)) else []
         actions = removes + adds
-        jop = (eng.cls("DeltaOperations$Delete")(eng.seq([eng.expr(pred, path)])) if k == "delete"
-               else eng.cls("DeltaOperations$Update")(eng.some(eng.expr(pred, path))))
+        jop = (eng.op("DeltaOperations$Delete", eng.seq([eng.expr(pred, path)])) if k == "delete"
+               else eng.op("DeltaOperations$Update", eng.some(eng.expr(pred, path))))
     elif k == "replace_where":
         removes, _ = removed_by(op["predicate"])
         actions = removes + write(eng.rows(op["ids"], [op.get("part")] * len(op["ids"]), partitioned))
-        jop = W(mode.Overwrite, eng.some(eng.seq([])), eng.some(op["predicate"]), *[eng.none() for _ in range(6)])
+        jop = eng.op("DeltaOperations$Write", mode.Overwrite, eng.some(eng.seq([])), eng.some(op["predicate"]))
     elif k == "stream":
         last = txn.txnVersion(op["app"])
         actions = write(eng.rows(op["ids"], [op.get("part")] * len(op["ids"]), partitioned))
         actions.append(eng.delta.actions.SetTransaction(op["app"], int(last) + 1, eng.some(int(time.time() * 1000))))
         om = eng.jvm.org.apache.spark.sql.streaming.OutputMode.Append()
-        jop = eng.cls("DeltaOperations$StreamingUpdate")(om, "query-" + op["app"], int(last) + 1, eng.none())
+        jop = eng.op("DeltaOperations$StreamingUpdate", om, "query-" + op["app"], int(last) + 1)
     return {"txn": txn, "actions": actions, "op": jop, "pending": pending}
 
 
 def write_loser(eng: Engine, started: dict) -> None:
     """The loser's data files, written by its own transaction (`writeFiles`), not committed yet."""
-    conv = eng.jvm.scala.jdk.javaapi.CollectionConverters
     for df in started.pop("pending"):
-        started["actions"] = list(conv.asJava(started["txn"].writeFiles(df._jdf))) + started["actions"]
+        started["actions"] = eng.to_list(started["txn"].writeFiles(df._jdf)) + started["actions"]
 
 
 def _partition_only(pred: str) -> bool:
