@@ -7,6 +7,11 @@ archive when it exits (`-XX:ArchiveClassesAtExit`) and map them at the next star
 (BENCHMARKS.md). The archive belongs to a Java and Spark installation, not to a table, so it
 lives in the user's cache directory under a key of both, and is never written near a table.
 
+Delta's jars, when the session loads them (forensics/runtime/delta_jvm.py: `spark.jars`, a
+class loader of Spark's), are archived with the rest as far as the dump of such a loader goes:
+the session extension and about half the Delta classes a start loads are mapped from the archive,
+lambda forms and the classes it skips come from the jar (tests/test_jvm_archive.py, live).
+
 The first run without an archive writes one as its JVM exits (`python -m forensics.runtime.jvm_archive`
 builds it on purpose; `make test` and the benchmark do). A JVM that cannot use an archive
 (another Java, changed jars, a truncated file) ignores it and starts as usual (`-Xshare:auto`,
