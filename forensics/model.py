@@ -236,6 +236,9 @@ class ReadSet:
     recorded_read: bool  # False = the commit recorded no read at all (blind append)
     why: str  # the reason for each label, in words
     predicate_bound: Bound = Bound.EXACT
+    # True = the log records no read at all for a transaction that did read (an append recorded as
+    # not blind): the whole-table read is an assumption, an upper bound the engine never stated.
+    assumed: bool = False
 
 
 @dataclass

@@ -172,6 +172,27 @@ def test_live_races_agree(race_engine):
 
 
 @pytest.mark.live
+def test_an_insert_that_read_another_partition_commits_past_a_blind_append(race_engine):
+    """Found by the delta-spark 3.1 runs (seed 3101, race 29; 4.4 does the same): a transaction reads
+    `p = 'a' AND id > 5` through filterFiles, then appends to p=b, while a blind append to p=c
+    commits. delta-spark commits it; its commitInfo records no read (WRITE, Append, isBlindAppend
+    false), so the tool's whole-table assumption is only an upper bound and must not make the
+    real commit an anomaly."""
+    from bench.differential_spark import gen_spec, run_race
+
+    eng, templates = race_engine
+    spec = gen_spec(3101, 29)
+    assert spec["loser"] == {"kind": "insert_read", "seq": 0, "part": "b", "ids": [105, 109], "read": "p = 'a' AND id > 5"}
+    work = Path(tempfile.mkdtemp(prefix="live-race-3101-29-"))
+    try:
+        r = run_race(eng, spec, work, templates)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert r["real"]["outcome"] == "commit", r["real"]
+    assert r["agree"] is True, r["loser"].get("reasons")
+
+
+@pytest.mark.live
 def test_live_statement_races_from_threads_agree(race_engine):
     """Two real SQL statements from two threads on one session; the loser held open by a Python UDF in
     its condition (which delta-spark records as `gate(id#202)#205`) while the winner commits."""

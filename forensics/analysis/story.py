@@ -362,6 +362,12 @@ def explanation_story(e: Any, utc: bool | None = None) -> list[StoryLine]:
         lines.append(StoryLine("other", _defeated_words(e, d)))
     elif v.verdict == "skipped":
         lines.append(StoryLine("other", f"It was not checked: {in_words(v.why)}."))
+    elif _abort_only_under_a_bound(v):
+        w = v.result.winning_version
+        orec = e.commits.get(w)
+        lines.append(StoryLine("other", f"{commit_words(orec, w, utc)} in between"
+                               + _after(orec.timestamp if orec else None, rrec.timestamp if rrec else None, f"v{rv}")
+                               + f"; it {did(orec)}. It would have conflicted only with reads the log does not record."))
     elif e.winners:
         ws = ", ".join(f"v{w.version} {w.operation or '?'}" for w in e.winners[:5]) + (" …" if len(e.winners) > 5 else "")
         lines.append(StoryLine("other", f"{len(e.winners)} commit(s) landed between its read and its commit ({ws}); none conflicted with it."))
@@ -446,10 +452,22 @@ def _rule_line(e: Any, d: Any) -> StoryLine:
                          + f"; the aborted transaction failed with {d.exception or 'an exception the log does not show'}.", "bold red")
     if v.verdict == "skipped":
         return StoryLine("rule", "Rule: none decided: without the version it read, the commits it raced cannot be told.", "dim")
+    if _abort_only_under_a_bound(v):
+        r = v.result
+        return StoryLine("rule", f"Rule: none fired on what it really read. The log records only an upper bound of its reads "
+                         f"({in_words(e.sets.read.why)}); under that bound "
+                         f"{rule_in_words(r.rule)} against v{r.winning_version} would abort it with {r.exception}; it committed, "
+                         "so it read less than the bound (no anomaly is claimed).", "yellow")
     if e.winners:
         n = len(v.result.checks) if v.result is not None else 0
         return StoryLine("rule", f"Rule: none fired: all {n} checks passed against the {len(e.winners)} commit(s).", "green")
     return StoryLine("rule", "Rule: none to check: Delta checks a commit only against commits that landed after the version it read.", "green")
+
+
+def _abort_only_under_a_bound(v: Any) -> bool:
+    """A commit the rules abort only under an upper bound of its reads (replay/windows.py: clean,
+    certainty unknown): the story says which commit the bound catches, and that it proves nothing."""
+    return v.verdict == "clean" and v.result is not None and v.result.verdict == "abort"
 
 
 def _sure_line(e: Any, d: Any) -> StoryLine:

@@ -295,7 +295,16 @@ def replay_commit(
     v.certainty = result.certainty.value
     v.reordered_before = list(result.reordered_before)
     v.message = result.message
-    if result.verdict == "abort":
+    if result.verdict == "abort" and _read_set_is_a_bound(sets):
+        # It committed, and the log records no read set, only an upper bound (the whole table for
+        # an append that read the table; TRUE for an unparseable predicate). An abort under the bound
+        # says the real reads were narrower, not that the engine erred: no anomaly is claimed.
+        v.verdict = "clean"
+        v.certainty = Bound.UNKNOWN.value
+        v.why = (f"committed; what it read is not recorded, only an upper bound ({sets.read.why}), under which "
+                 f"{profile.name} rules would abort it with {result.exception} against v{result.winning_version}: "
+                 f"it read less than that (the engine checked what it really read)")
+    elif result.verdict == "abort":
         v.verdict = "anomaly"
         v.exception, v.winning_version, v.rule = result.exception, result.winning_version, result.rule
         v.partition, v.file = result.partition, result.file
@@ -314,6 +323,14 @@ def replay_commit(
     return v
 
 
+def _read_set_is_a_bound(sets: CommitSets) -> bool:
+    """Whether the log records no read at all for a transaction that read (an append recorded as not
+    blind: taken to have read the whole table), so an abort under that assumption cannot show the
+    engine erred. A recorded predicate rebuilt coarsely (files from it, an ambiguous MERGE
+    condition) is the engine's own read, widened: a conflict on it is still reported."""
+    return sets.read.assumed
+
+
 def _table_name(sets: CommitSets) -> str | None:
     md = sets.read_metadata
     return md.name if md and md.name else None
@@ -326,7 +343,8 @@ def _likely_reason(log: DeltaLog, rec: CommitRecord, sets: CommitSets, result: W
     if sets.writer == "databricks" and cfg.get("delta.enableDeletionVectors") == "true" and not sets.schema.partition_columns:
         return "row-level concurrency reconciliation (Databricks, unpartitioned table with deletion vectors, conflict-rules §11)"
     if sets.read.files_bound != Bound.EXACT or sets.read.predicate_bound != Bound.EXACT:
-        return f"the read set was reconstructed too coarsely ({sets.read.files_bound.value}): {sets.read.why}"
+        bound = sets.read.files_bound if sets.read.files_bound != Bound.EXACT else sets.read.predicate_bound
+        return f"the read set was reconstructed too coarsely ({bound.value}): {sets.read.why}"
     if sets.writer in ("delta-rs", "kernel"):
         return f"a {sets.writer} writer: its rules differ, and its commitInfo omits what the replay needs"
     return "a writer that committed without these checks, or a commit file written by hand"

@@ -257,12 +257,14 @@ class _Plan:
     predicate_bound: Bound
     files_rule: str  # "none" | "all" | "removes" | "adds" | "partition" | "candidates" | "delta-rs"
     why: list[str]
+    assumed: bool = False  # the log records no read: the whole-table read is assumed (ReadSet.assumed)
 
 
-def _reads_all(why: list[str], reason: str, *, whole: bool = False, bound: Bound = Bound.EXACT) -> _Plan:
+def _reads_all(why: list[str], reason: str, *, whole: bool = False, bound: Bound = Bound.EXACT,
+               assumed: bool = False) -> _Plan:
     """A plan that read every file (partition predicate TRUE), and why."""
     why.append(reason)
-    return _Plan([TRUE_PREDICATE], [], whole, True, bound, "all", why)
+    return _Plan([TRUE_PREDICATE], [], whole, True, bound, "all", why, assumed)
 
 
 def _op(rec: CommitRecord) -> str:
@@ -391,7 +393,8 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         if mode == "overwrite":
             return _reads_all(why, "overwrite without replaceWhere reads every file")
         if rec.is_blind_append is False and not write.removes:
-            return _reads_all(why, "append recorded as not blind although it only adds: the query read this table inside the transaction (inferred: whole table)", bound=Bound.SUPERSET)
+            return _reads_all(why, "append recorded as not blind although it only adds: the query read this table inside the transaction (inferred: whole table)",
+                              bound=Bound.SUPERSET, assumed=True)
         if rec.is_blind_append is None and rec.has_commit_info:
             why.append("append; the writer did not record isBlindAppend (read set unknown; Spark treats it as not blind)")
             return _Plan([], [], False, False, Bound.UNKNOWN, "none", why)
@@ -472,6 +475,7 @@ def build_sets(log: DeltaLog, state: StateIndex, rec: CommitRecord, write: Write
         recorded_read=plan.recorded,
         why="; ".join(plan.why),
         predicate_bound=plan.predicate_bound,
+        assumed=plan.assumed,
     )
     return CommitSets(version, rec.operation, rec.read_version, read, write, schema, read_md, read_pr, writer)
 
