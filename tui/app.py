@@ -15,7 +15,7 @@ from textual import work
 from textual.app import App
 from textual.binding import Binding
 
-from forensics import Table, error_line
+from forensics import Table, error_line, fewer_collections
 from forensics.times import utc_default
 from tui.commands import ForensicsCommands
 from tui.messages import ListingReady, LoadState, Reload, TableFailed, TableLoaded
@@ -74,7 +74,13 @@ class ForensicsApp(App[int]):
 
     @work(thread=True, exclusive=True, group="open")
     def open_table(self) -> None:
-        """List `_delta_log` and read the cache; start Spark only on a cache miss, off the UI thread."""
+        """List `_delta_log` and read the cache; start Spark only on a cache miss, off the UI thread.
+        The collector is held back meanwhile (100k listed versions are 100k objects: each full pass
+        over the heap would stall the first paint, as the CLI's commands avoid too)."""
+        with fewer_collections():
+            self._open_table()
+
+    def _open_table(self) -> None:
         main = self._main
         assert main is not None
         try:
