@@ -296,9 +296,9 @@ def replay_commit(
     v.reordered_before = list(result.reordered_before)
     v.message = result.message
     if result.verdict == "abort" and _read_set_is_a_bound(sets):
-        # It committed, and the log records no read set, only an upper bound (the whole table for
-        # an append that read the table; TRUE for an unparseable predicate). An abort under the bound
-        # says the real reads were narrower, not that the engine erred: no anomaly is claimed.
+        # It committed, and the log records no read at all: the whole-table read is the tool's
+        # assumption (an append recorded as not blind). An abort under it says the real reads were
+        # narrower, not that the engine erred: no anomaly is claimed.
         v.verdict = "clean"
         v.certainty = Bound.UNKNOWN.value
         v.why = (f"committed; what it read is not recorded, only an upper bound ({sets.read.why}), under which "

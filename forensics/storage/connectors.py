@@ -43,8 +43,8 @@ class StoreReadPlan:
 
 
 def is_cluster(master: str | None) -> bool:
-    """A master whose executors may run on other hosts (not `local`, `local[N]`, `local-cluster`
-    counts: its executors share this machine's disk)."""
+    """A master whose executors may run on other hosts. `local`, `local[N]` and `local-cluster[...]`
+    are not: their executors share this machine's disk, and the mirror with it."""
     return bool(master) and not master.startswith("local")
 
 
