@@ -193,6 +193,31 @@ def test_an_insert_that_read_another_partition_commits_past_a_blind_append(race_
 
 
 @pytest.mark.live
+def test_the_first_commit_of_a_new_app_beats_its_twin(race_engine):
+    """Found by the 4.4 runs (seed 20261202, race 7): two writers with txnAppId app-2 read v3, where
+    no commit carries app-2 yet; one commits v4 and delta-spark aborts the other with
+    ConcurrentTransactionException. The tool skipped every app hypothesis before the app's first
+    commit, and read the orphan's one new row as an UPDATE because delta-spark 4 also stores the
+    partition column in the file (one-row files made it look like a row key): the candidates missed
+    v4 with the engine's exception."""
+    from bench.differential_spark import gen_spec, run_race
+
+    eng, templates = race_engine
+    spec = gen_spec(20261202, 7)
+    assert spec["loser"]["kind"] == "stream" and spec["winners"] == [
+        {"kind": "stream", "seq": 1, "app": spec["loser"]["app"], "part": "c", "ids": [410]}], spec
+    work = Path(tempfile.mkdtemp(prefix="live-race-20261202-7-"))
+    try:
+        r = run_race(eng, spec, work, templates)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert r["real"]["exception"] == "ConcurrentTransactionException", r["real"]
+    blame = r["loser"]["blame"]
+    assert blame["found"] and blame["first"], blame["candidates"]
+    assert r["agree"] is True, r["loser"].get("reasons")
+
+
+@pytest.mark.live
 def test_live_statement_races_from_threads_agree(race_engine):
     """Two real SQL statements from two threads on one session; the loser held open by a Python UDF in
     its condition (which delta-spark records as `gate(id#202)#205`) while the winner commits."""

@@ -99,7 +99,8 @@ def collect_evidence(log: DeltaLog, state: StateIndex | None = None, *, rules: s
             # versions it can have read, and a re-run that wrote the same rows again. Only where the rows
             # cannot be read do the weaker bounds stand in: a same-size re-write in the same partition for
             # the re-run, the footers' statistics for the read version.
-            reading = read_content(log, state.lifetimes, a.files, _read_upto(log, a, clock), a.last_seen if clock.trusted else None)
+            reading = read_content(log, state.lifetimes, a.files, _read_upto(log, a, clock), a.last_seen if clock.trusted else None,
+                                   pcols)
             retry = reading.rerun_version if reading is not None and reading.rerun_version is not None and reading.rerun_version >= 2 else None
             if retry is None and not clock.trusted and (reading is None or reading.read_versions is None):
                 retry = likely_retry(log, a, canon)

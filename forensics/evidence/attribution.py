@@ -7,7 +7,8 @@ read version and each operation its files allow names its own first conflict. Bo
 in `basis`: the orphan rows' source files (forensics.evidence.content: what it did and the versions
 those files were live together), their footers and schema (forensics.evidence.footers), trusted
 file times, a stray commit's readVersion, what the user stated (LoserFacts), an error text's
-exception, partition and winner, an app id only from the version that first committed it. What
+exception, partition and winner, an app id only from the version that first committed it (or
+that first commit itself, beating its twin). What
 survives is grouped by (winner, exception, rule) and ranked (RANKING says how); `ambiguous` when
 more than one survives. Computed once per table version (forensics.Table caches the evidence).
 """
@@ -20,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from forensics.evidence.attempts import Attempt, Clock
 from forensics.evidence.footers import ReadBounds
 from forensics.evidence.content import weakened
-from forensics.evidence.hypotheses import (AFTER_MS, Hypothesis, _try, app_ids_of, hypotheses, partition_predicate,
-                                           retry_hypothesis, txn_app_ids, window)
+from forensics.evidence.hypotheses import (AFTER_MS, Hypothesis, _try, app_hypothesis, app_ids_of, first_app_versions, hypotheses,
+                                           partition_predicate, retry_hypothesis, window)
 from forensics.log.delta_log import DeltaLog
 from forensics.sets.commit_sets import StateIndex, writer_family
 
@@ -100,18 +101,21 @@ def _per_log(log: DeltaLog, name: str, compute: Any) -> Any:
     return memo[name]
 
 
-def _streaming_since(log: DeltaLog) -> dict[str, int]:
-    """appId -> the first version at which a streaming write of that query committed."""
-    return _per_log(log, "streaming_since", _first_streaming_versions)
+def _app_since(log: DeltaLog) -> dict[str, tuple[int, bool]]:
+    """appId -> (the first version that committed a txn of it, whether its writes are streaming)."""
+    return _per_log(log, "app_since", first_app_versions)
 
 
-def _first_streaming_versions(log: DeltaLog) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v, op, raw in log.commits.select(["version", "operation", "txn_app_ids"]).iter_rows():
-        if "STREAMING" in str(op or "").upper():
-            for a in txn_app_ids(raw):
-                out.setdefault(a, v)
-    return out
+def _app_fits(app_id: str, R: int, since: dict[str, tuple[int, bool]], winner: int, exception: str) -> bool:
+    """A write of `app_id` at R: the app had committed by R, or this is the app's first commit racing
+    its twin (two instances of a new query on one checkpoint): then only the commit that first wrote
+    the app beats it, by ConcurrentTransaction (OptimisticTransaction's txn check, conflict-rules §2)."""
+    first = since.get(app_id)
+    if first is None:
+        return False
+    if first[0] <= R:
+        return True
+    return exception == "ConcurrentTransactionException" and winner == first[0]
 
 
 _VERBS = {"OPTIMIZE": "compacted", "DELETE": "deleted", "UPDATE": "updated", "MERGE": "merged into",
@@ -137,9 +141,8 @@ def _content_hypotheses(log: DeltaLog, reading: "ContentReading", parts: list[di
     part = partition_predicate(parts)
     out = []
     if reading.kind == "append":
-        since = _streaming_since(log)
-        out += [Hypothesis(f"was a streaming batch of query {a} (its files show new rows only)", "STREAMING UPDATE", app_id=a)
-                for a in app_ids_of(log) if a in since]
+        since = _app_since(log)
+        out += [app_hypothesis(a, since[a][1], "its files show new rows only") for a in app_ids_of(log) if a in since]
     for op in reading.operations:
         if op == "MERGE":
             # a MERGE reads what its ON condition matches, more than the rows it touched: the whole
@@ -199,7 +202,7 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
     group what aborts by (winner, exception, rule), rank."""
     lo, hi = read_range
     rs = [r for r in range(hi, lo - 1, -1) if allowed is None or r in allowed][:MAX_READ_VERSIONS]
-    stream_since = _streaming_since(log)
+    since = _app_since(log)
     hyps = candidate_hypotheses(log, attempt, writer, reading, facts, retry, rewrote_a_file)
     found: dict[tuple[int, str, str], dict[str, Any]] = {}
     tried: list[str] = []
@@ -208,14 +211,16 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
             break  # the evidence's own hypotheses answered: the generic ladder only lengthens the list
         aborted = False
         for R in rs:
-            if h.app_id is not None and (h.app_id not in stream_since or stream_since[h.app_id] > R):
-                continue  # a streaming batch of a query that had not yet written this table at R
+            if h.app_id is not None and h.app_id not in since:
+                continue  # an app id no commit of this table carries
             res = _try(log, state, h, attempt.partitions, R, until, rules)
             if res is None or res.result.verdict != "abort":
                 continue
             r = res.result
             if r.winning_version is None or r.exception is None or r.winning_version <= R:
                 continue
+            if h.app_id is not None and not _app_fits(h.app_id, R, since, r.winning_version, r.exception):
+                continue  # a write of an app that had not written this table at R, beaten by another commit
             if report is not None and not _fits_text(report, r, log):
                 continue
             aborted = True

@@ -126,9 +126,11 @@ def _hashes(df: pl.DataFrame, cols: list[str]) -> pl.Series:
 
 
 def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile], read_upto: int | None,
-                 written_ms: int | None = None) -> ContentReading | None:
+                 written_ms: int | None = None, partition_columns: tuple[str, ...] = ()) -> ContentReading | None:
     """Compare the attempt's files with the committed files of their folders added by `read_upto`;
-    None when the orphans cannot be read here."""
+    None when the orphans cannot be read here. `partition_columns`: never a row key (some writers,
+    delta-spark 4 among them, also store them in the files; constant within a file, they tell files
+    apart, not rows)."""
     opened = [(f, _open(log, f.path, f.size, f.mtime_ms)) for f in files]
     if any(pf is None for _, pf in opened) or not opened:
         return None
@@ -175,7 +177,7 @@ def read_content(log: DeltaLog, lifetimes: FileLifetimes, files: list[DataFile],
     after = None
     if written_ms is not None:
         after = {v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t > written_ms}
-    return _compare(orphan, cols, sources, writer, created_by, codec, after)
+    return _compare(orphan, cols, sources, writer, created_by, codec, after, frozenset(partition_columns))
 
 
 def _folder_files(fr: pl.DataFrame, folders: set[str], own: set[str]) -> list[dict]:
@@ -207,11 +209,12 @@ def _is_key(df: pl.DataFrame, key: list[str]) -> bool:
     return df.height > 0 and df.select(key).unique().height >= KEY_DISTINCT * df.height
 
 
-def _key_column(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl.DataFrame]]) -> list[str]:
+def _key_column(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl.DataFrame]],
+                partition_columns: frozenset[str] = frozenset()) -> list[str]:
     """A column that tells rows apart (unique in the orphans and in each source file) and whose every
     orphan value occurs in the sources: what an UPDATE keeps while it changes the others. []: none."""
     for c in cols:
-        if not _is_key(orphan, [c]):
+        if c in partition_columns or not _is_key(orphan, [c]):
             continue
         if not orphan[c].cast(pl.Utf8).is_in(pl.concat([df[c].cast(pl.Utf8) for _, df in sources]).unique().implode()).all():
             continue
@@ -221,7 +224,8 @@ def _key_column(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict,
 
 
 def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl.DataFrame]], writer: str,
-             created_by: str | None, codec: str | None, later: set[int] | None = None) -> ContentReading:
+             created_by: str | None, codec: str | None, later: set[int] | None = None,
+             partition_columns: frozenset[str] = frozenset()) -> ContentReading:
     """`later`: the versions committed after the orphans were written (trusted file times), None: unknown."""
     o_full = _hashes(orphan, cols)
     o_set = set(o_full.to_list())
@@ -249,7 +253,7 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
                            rerun_version=rerun_version)
     # A key: the columns whose every orphan value occurs in the sources, when they tell rows apart
     # (in the orphans and in each source file: rewrites repeat keys across versions, never within one).
-    key = _key_column(orphan, cols, sources)
+    key = _key_column(orphan, cols, sources, partition_columns)
     keyed: dict[str, pl.Series] = {}
     o_key: pl.Series | None = None
     if key and key != cols and _is_key(orphan, key):

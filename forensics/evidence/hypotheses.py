@@ -78,6 +78,22 @@ def app_ids_of(log: DeltaLog, limit: int = 3) -> list[str]:
     return out[:limit]
 
 
+def first_app_versions(log: DeltaLog) -> dict[str, tuple[int, bool]]:
+    """A txn appId is written by a streaming batch or by an idempotent write (delta-spark's
+    `txnAppId` option, delta-rs's `CommitProperties(app_transactions=...)`): both read their own
+    txn version, and a concurrent commit of the same appId aborts them (ConcurrentTransaction)."""
+    out: dict[str, tuple[int, bool]] = {}
+    for v, op, raw in log.commits.select(["version", "operation", "txn_app_ids"]).iter_rows():
+        for a in txn_app_ids(raw):
+            out.setdefault(a, (v, "STREAMING" in str(op or "").upper()))
+    return out
+
+
+def app_hypothesis(a: str, streaming: bool, why: str) -> Hypothesis:
+    label = f"was a streaming batch of query {a} ({why})" if streaming else f"was an idempotent write of application {a} ({why})"
+    return Hypothesis(label, "STREAMING UPDATE", app_id=a)
+
+
 def retry_hypothesis(log: DeltaLog, retry: int) -> Hypothesis | None:
     """The re-run did what the failed run tried: its own operation and condition come first."""
     from forensics.predicates import predicate_strings
@@ -100,7 +116,9 @@ def hypotheses(log: DeltaLog, attempt: Attempt, writer: str, *, rewrote_a_file: 
     parts = [p for p in attempt.partitions]
     pred = partition_predicate(parts)
     blind = Hypothesis("blind-appended into its partitions (read nothing)", "INSERT")
-    streams = [Hypothesis(f"was a streaming batch of query {a} (read only its own txn)", "STREAMING UPDATE", app_id=a) for a in app_ids_of(log)]
+    apps = app_ids_of(log)
+    since = first_app_versions(log) if apps else {}
+    streams = [app_hypothesis(a, since[a][1], "read only its own txn") for a in apps if a in since]
     # OPTIMIZE reads its partitions but, at SnapshotIsolation (conflict-rules §2.1), ignores concurrent
     # appends: its conflict surface lies between a blind append and a DML on the same partitions.
     optimize = [Hypothesis(f"compacted its partitions ({pred}; OPTIMIZE ignores concurrent appends)", "OPTIMIZE", predicate=pred)] if pred else []
