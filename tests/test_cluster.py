@@ -220,3 +220,30 @@ def test_history_over_spark_connect_matches_local_mode(connect_server, quickstar
     h = _cli(["history", str(quickstart), "--json", "-q", "--no-cache", "--remote", url], tmp_path, env)
     assert h.returncode == 0, h.stderr[-2000:]
     assert json.loads(h.stdout) == _local_history(quickstart)
+
+
+def test_an_unreachable_spark_connect_server_is_said_at_once(quickstart, tmp_path):
+    """pyspark's own client retries an address where nothing listens for ten minutes; the tool tries
+    the address first and says which, in one line, with the Spark exit code."""
+    url = f"sc://{HOST}:{_free_port()}/"
+    t0 = time.monotonic()
+    r = _cli(["history", str(quickstart), "--no-cache", "--no-engine", "--remote", url], tmp_path, dict(os.environ))
+    took = time.monotonic() - t0
+    assert r.returncode == 6, (r.returncode, r.stderr[-2000:])  # 6: Spark
+    assert r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert f"cannot reach Spark Connect at {url}: no server at {HOST}:" in r.stderr, r.stderr
+    assert took < 60, took
+
+
+@pytest.mark.parametrize("url, where", [
+    ("sc://localhost", ("localhost", 15002)),
+    ("sc://h.example:443/;token=t;use_ssl=true", ("h.example", 443)),
+    ("sc://[::1]:15003/;user_id=me", ("::1", 15003)),
+    ("sc:///;token=t", None),
+    ("sc://h:notaport/", None),
+    ("http://h:1", None),
+])
+def test_the_connect_address_is_read_from_the_url(url, where):
+    from forensics.runtime.connect import address
+
+    assert address(url) == where

@@ -108,13 +108,9 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
         except ImportError as e:  # pragma: no cover - pyspark is a hard dependency
             raise ForensicsError(ExitCode.SPARK, f"pyspark is not installed: {e}") from e
         if remote:
-            builder = SparkSession.builder.remote(remote).appName("delta-forensics")
-            for k, v in (conf or {}).items():
-                builder = builder.config(k, v)
-            try:
-                _session = builder.getOrCreate()
-            except Exception as e:  # noqa: BLE001 - report, do not trace
-                raise ForensicsError(ExitCode.SPARK, f"cannot reach Spark Connect at {scrub(remote)}: {scrub(_first_line(e))}") from None
+            from forensics.runtime import connect
+
+            _session = connect.start(remote, conf or {})
             _session_key = key
             heap.note_session(_session, key)
             return _session
