@@ -199,7 +199,7 @@ def test_the_first_commit_of_a_new_app_beats_its_twin(race_engine):
     ConcurrentTransactionException. The tool skipped every app hypothesis before the app's first
     commit, and read the orphan's one new row as an UPDATE because delta-spark 4 also stores the
     partition column in the file (one-row files made it look like a row key): the candidates missed
-    v4 with the engine's exception."""
+    v4 with the engine's exception.""" 
     from bench.differential_spark import gen_spec, run_race
 
     eng, templates = race_engine
@@ -213,7 +213,11 @@ def test_the_first_commit_of_a_new_app_beats_its_twin(race_engine):
         shutil.rmtree(work, ignore_errors=True)
     assert r["real"]["exception"] == "ConcurrentTransactionException", r["real"]
     blame = r["loser"]["blame"]
-    assert blame["found"] and blame["first"], blame["candidates"]
+    # among the candidates with the engine's exception; ranked after the others (a twin of a new app is
+    # rarer than the conflicts the same files allow: seed 20261202's races 11 and 33 lost their first
+    # place to it), the winning version still first
+    assert blame["found"] and (4, "ConcurrentTransactionException") in map(tuple, blame["candidates"]), blame["candidates"]
+    assert blame["winner_first"], blame["candidates"]
     assert r["agree"] is True, r["loser"].get("reasons")
 
 

@@ -34,7 +34,7 @@ MAX_READ_VERSIONS = 24  # read versions replayed per hypothesis when nothing nar
 # How candidates are ordered, calibrated on bench/differential.py (FIDELITY.md "Blame: calibration"):
 # what the files show before a guess, then the newest read version that yields the candidate.
 RANKING = ("what the files show first; winners that landed before the attempt's last file before later ones; "
-           "the answer more read versions give; the hypotheses' order; the later winner")
+           "an app's first commit beating its twin after the others; the answer more read versions give; the hypotheses' order; the later winner")
 
 
 @dataclass(frozen=True)
@@ -224,12 +224,17 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
             if report is not None and not _fits_text(report, r, log):
                 continue
             aborted = True
+            # A write of an app before the app's first commit: only its twin, a rarer event than any
+            # other conflict the evidence allows, so it ranks after them (live delta-spark 4.4 races).
+            twin = h.app_id is not None and since[h.app_id][0] > R
             key = (r.winning_version, r.exception, r.rule)
             got = found.get(key)
             if got is None or (not got["content"] and from_content):
                 # the best-supported hypothesis that gives this answer speaks for it
                 reads = got["reads"] if got is not None else set()
-                found[key] = got = {"reads": reads, "h": h, "h_idx": hi_idx, "content": from_content, "r": r, "R": R}
+                found[key] = got = {"reads": reads, "h": h, "h_idx": hi_idx, "content": from_content, "r": r, "R": R,
+                                    "twin": twin}
+            got["twin"] = got["twin"] and twin
             got["reads"].add(R)
         if not aborted:
             tried.append(h.label)
@@ -252,10 +257,10 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
 
 def rank_key(d: dict[str, Any]) -> tuple:
     """RANKING: what the files show first, winners that landed before the last file before those
-    after it, the answer more read versions give (the attempt's start is unknown: each read version
+    after it, an app's first commit beating its twin after the others, the answer more read versions give (the attempt's start is unknown: each read version
     is as likely), the ladder's order of hypotheses, then the later winner. Chosen among the
     orderings of bench/calibrate_blame.py on differential runs (FIDELITY.md "Blame")."""
-    return (not d["content"], d["late"], -len(d["reads"]), d["h_idx"], -d["r"].winning_version)
+    return (not d["content"], d["late"], d.get("twin", False), -len(d["reads"]), d["h_idx"], -d["r"].winning_version)
 
 
 def _fits_text(report: "ErrorReport", r: Any, log: DeltaLog) -> bool:
