@@ -39,8 +39,8 @@ if str(REPO) not in sys.path:
 
 from bench.differential import data_files  # noqa: E402
 from bench.differential_spark import (  # noqa: E402 - one engine driver, one comparison
-    PARTS, Engine, Templates, _latest, compare, delta_engine, named_winner, read_exception, run_races,
-    run_winner, summarise)
+    PARTS, Engine, Templates, _latest, compare, delta_engine, in_chunks, named_winner, read_exception, report, run_races,
+    run_winner)
 
 LOSERS = ("delete", "update", "merge")
 WINNERS = ("delete", "update", "merge", "optimize", "insert")
@@ -239,11 +239,19 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=20261127)
     ap.add_argument("--races", type=int, default=10)
+    ap.add_argument("--chunk", type=int, default=100, help="races per JVM (child processes); 0: all in this one")
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--index", type=int, action="append")
     ap.add_argument("--out", default=str(HERE / "out" / "differential_spark_threads.jsonl"))
     ap.add_argument("--minutes", type=float, default=None, help="stop starting races after this long")
     args = ap.parse_args(argv)
+    t0 = time.time()
+    not_raced = lambda rs: sum(1 for r in rs if not (r.get("real") or {}).get("gated", True))  # noqa: E731
+    if args.chunk and not args.index and args.races > args.chunk:
+        import pyspark
+
+        results = in_chunks(__file__, sys.argv[1:] if argv is None else argv, args, "--races", args.races)
+        return report(results, pyspark.__version__, t0, args.out, not_raced=not_raced)
     eng = delta_engine()
     if eng is None:
         return 2
@@ -251,16 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     templates = Templates(eng)
     indexes = args.index or list(range(args.start, args.start + args.races))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
     results = run_races(eng, args, indexes, lambda i: gen_spec(args.seed, i), run_race, templates, "dspark-threads")
     templates.close()
-    summary = summarise(results, spark.version)
-    summary["minutes"] = round((time.time() - t0) / 60, 1)
-    summary["races_per_minute"] = round(len(results) / max(summary["minutes"], 0.01), 1)
-    summary["not_raced"] = sum(1 for r in results if not (r.get("real") or {}).get("gated", True))
-    print(json.dumps(summary, indent=1))
-    Path(args.out + ".summary.json").write_text(json.dumps(summary, indent=1))
-    return 0 if not summary["disagree"] else 1
+    return report(results, spark.version, t0, args.out, not_raced=not_raced)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ cache directory rather than the user's terminal; our diagnostics are the only th
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -104,7 +105,7 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
             _late_settings(_session, key, conf)
             return _session
         try:
-            from pyspark.sql import SparkSession
+            importlib.import_module("pyspark.sql")  # present, or say so in one line
         except ImportError as e:  # pragma: no cover - pyspark is a hard dependency
             raise ForensicsError(ExitCode.SPARK, f"pyspark is not installed: {e}") from e
         if remote:
