@@ -39,6 +39,7 @@ transaction object started before the winners is what makes the race.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import re
@@ -560,6 +561,9 @@ def run_races(eng: Any, args: Any, indexes: list[int], make_spec: Any, run_one: 
                 r = {"spec": spec, "harness_error": f"{type(e).__name__}: {str(e)[:500]}", "agree": None}
             finally:
                 _reset_delta_log_cache(eng)
+                # py4j frees a JVM object when its Python proxy is collected; proxies caught in
+                # reference cycles wait for a full collection, and their plans filled the driver's heap
+                gc.collect()
                 if not args.index:
                     shutil.rmtree(work, ignore_errors=True)
             results.append(r)
@@ -572,9 +576,10 @@ def run_races(eng: Any, args: Any, indexes: list[int], make_spec: Any, run_one: 
 
 def in_chunks(script: str, argv: list[str], args: Any, count_flag: str, total: int) -> list[dict]:
     """A run of more than `--chunk` races, in child processes of `--chunk` races each, one after the
-    other, each with a fresh JVM: one driver running hundreds of races fills its heap (Catalyst
-    plans pile up; on Spark 3.5 full collections took a race from 5 s to 88 s by race 150).
-    Returns the records the children appended to `--out`."""
+    other, each with a fresh JVM: one driver running hundreds of races filled its heap (the plans of
+    DataFrames whose Python proxies sat in reference cycles, now collected after each race; on
+    Spark 3.5 full collections had taken a race from 5 s to 88 s by race 150), and a fresh JVM
+    bounds whatever else a long run accumulates. Returns the records the children appended to `--out`."""
     import subprocess
 
     drop = {"--chunk", "--start", count_flag, "--minutes"}
