@@ -171,6 +171,18 @@ def test_live_races_agree(race_engine):
     assert len(blamed) >= 2 and all(blamed), blamed
 
 
+def _one_race(race_engine, spec: dict, prefix: str) -> dict:
+    """One transaction race in its own directory, removed afterwards."""
+    from bench.differential_spark import run_race
+
+    eng, templates = race_engine
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        return run_race(eng, spec, work, templates)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @pytest.mark.live
 def test_an_insert_that_read_another_partition_commits_past_a_blind_append(race_engine):
     """Found by the delta-spark 3.1 runs (seed 3101, race 29; 4.4 does the same): a transaction reads
@@ -178,16 +190,11 @@ def test_an_insert_that_read_another_partition_commits_past_a_blind_append(race_
     commits. delta-spark commits it; its commitInfo records no read (WRITE, Append, isBlindAppend
     false), so the tool's whole-table assumption is only an upper bound and must not make the
     real commit an anomaly."""
-    from bench.differential_spark import gen_spec, run_race
+    from bench.differential_spark import gen_spec
 
-    eng, templates = race_engine
     spec = gen_spec(3101, 29)
     assert spec["loser"] == {"kind": "insert_read", "seq": 0, "part": "b", "ids": [105, 109], "read": "p = 'a' AND id > 5"}
-    work = Path(tempfile.mkdtemp(prefix="live-race-3101-29-"))
-    try:
-        r = run_race(eng, spec, work, templates)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    r = _one_race(race_engine, spec, "live-race-3101-29-")
     assert r["real"]["outcome"] == "commit", r["real"]
     assert r["agree"] is True, r["loser"].get("reasons")
 
@@ -199,18 +206,13 @@ def test_the_first_commit_of_a_new_app_beats_its_twin(race_engine):
     ConcurrentTransactionException. The tool skipped every app hypothesis before the app's first
     commit, and read the orphan's one new row as an UPDATE because delta-spark 4 also stores the
     partition column in the file (one-row files made it look like a row key): the candidates missed
-    v4 with the engine's exception.""" 
-    from bench.differential_spark import gen_spec, run_race
+    v4 with the engine's exception."""
+    from bench.differential_spark import gen_spec
 
-    eng, templates = race_engine
     spec = gen_spec(20261202, 7)
     assert spec["loser"]["kind"] == "stream" and spec["winners"] == [
         {"kind": "stream", "seq": 1, "app": spec["loser"]["app"], "part": "c", "ids": [410]}], spec
-    work = Path(tempfile.mkdtemp(prefix="live-race-20261202-7-"))
-    try:
-        r = run_race(eng, spec, work, templates)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    r = _one_race(race_engine, spec, "live-race-20261202-7-")
     assert r["real"]["exception"] == "ConcurrentTransactionException", r["real"]
     blame = r["loser"]["blame"]
     # among the candidates with the engine's exception; ranked after the others (a twin of a new app is
