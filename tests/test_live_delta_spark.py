@@ -224,6 +224,23 @@ def test_the_first_commit_of_a_new_app_beats_its_twin(race_engine):
 
 
 @pytest.mark.live
+def test_one_row_equal_to_a_winners_row_bounds_nothing(race_engine):
+    """Found by the 4.4 runs (seed 20261202, race 313; 3.1's race 126 is the same class): a REPLACE
+    WHERE read v3 and wrote ids 300 and 301; the winning MERGE (v4) had inserted a row equal to its
+    301. The orphan rows read as a MERGE's rewrite of v4's one-row file, so the read was pinned at
+    v4 and the tool gave one wrong answer (v5) where the engine's winner is v4."""
+    from bench.differential_spark import gen_spec
+
+    spec = gen_spec(20261202, 313)
+    assert spec["loser"] == {"kind": "replace_where", "seq": 0, "predicate": "id > 25", "part": None, "ids": [300, 301]}, spec
+    r = _one_race(race_engine, spec, "live-race-20261202-313-")
+    assert (r["real"].get("exception"), r["loser"]["real_winner"]) == ("ConcurrentAppendException", 4), r["real"]
+    blame = r["loser"]["blame"]
+    assert blame["found"] and blame["among"], blame["candidates"]
+    assert r["agree"] is True, r["loser"].get("reasons")
+
+
+@pytest.mark.live
 def test_live_statement_races_from_threads_agree(race_engine):
     """Two real SQL statements from two threads on one session; the loser held open by a Python UDF in
     its condition (which delta-spark records as `gate(id#202)#205`) while the winner commits."""
