@@ -31,7 +31,7 @@ removed, survivors rewritten with `writeFiles`), a REPLACE WHERE overwrite, a st
 (`txnVersion(appId)` read, `SetTransaction` written). Deterministic by (seed, index); no threads: the
 transaction object started before the winners is what makes the race.
 
-    python bench/differential_spark.py --scenarios N --seed S [--out results.jsonl] [--start I]
+    python bench/differential_spark.py --scenarios N --seed S [--out results.jsonl] [--start I] [--chunk 100]
     python bench/differential_spark.py --seed S --index I          # one race, printed in full, its table kept
     python bench/differential_spark.py ... --generator 1            # the first run's winner kinds
 """
