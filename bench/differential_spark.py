@@ -603,9 +603,11 @@ def in_chunks(script: str, argv: list[str], args: Any, count_flag: str, total: i
         n = min(args.chunk, args.start + total - start)
         cmd = [sys.executable, script, *base, "--start", str(start), count_flag, str(n), "--chunk", "0"]
         if left is not None:
-            cmd += ["--minutes", f"{left:.2f}"]
+            cmd += ["--minutes", f"{max(left, 0.01):.2f}"]
         if subprocess.run(cmd, stdout=subprocess.DEVNULL).returncode == 2:
             break  # no Delta engine here
+    if not out.exists():
+        return []
     with open(out, "rb") as fh:
         fh.seek(before)
         return [json.loads(line) for line in fh.read().decode("utf-8").splitlines() if line.strip()]
@@ -628,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
 
         t0 = time.time()
         results = in_chunks(__file__, sys.argv[1:] if argv is None else argv, args, "--scenarios", args.scenarios)
-        return report(results, pyspark.__version__, t0, args.out)
+        return report(results, pyspark.__version__, t0, args.out) if results else 2
     eng = delta_engine()
     if eng is None:
         return 2

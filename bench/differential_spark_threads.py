@@ -245,13 +245,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(HERE / "out" / "differential_spark_threads.jsonl"))
     ap.add_argument("--minutes", type=float, default=None, help="stop starting races after this long")
     args = ap.parse_args(argv)
-    t0 = time.time()
     not_raced = lambda rs: sum(1 for r in rs if not (r.get("real") or {}).get("gated", True))  # noqa: E731
     if args.chunk and not args.index and args.races > args.chunk:
         import pyspark
 
+        t0 = time.time()
         results = in_chunks(__file__, sys.argv[1:] if argv is None else argv, args, "--races", args.races)
-        return report(results, pyspark.__version__, t0, args.out, not_raced=not_raced)
+        return report(results, pyspark.__version__, t0, args.out, not_raced=not_raced) if results else 2
     eng = delta_engine()
     if eng is None:
         return 2
@@ -259,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     templates = Templates(eng)
     indexes = args.index or list(range(args.start, args.start + args.races))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
     results = run_races(eng, args, indexes, lambda i: gen_spec(args.seed, i), run_race, templates, "dspark-threads")
     templates.close()
     return report(results, spark.version, t0, args.out, not_raced=not_raced)

@@ -236,7 +236,7 @@ def test_one_row_equal_to_a_winners_row_bounds_nothing(race_engine):
     r = _one_race(race_engine, spec, "live-race-20261202-313-")
     assert (r["real"].get("exception"), r["loser"]["real_winner"]) == ("ConcurrentAppendException", 4), r["real"]
     blame = r["loser"]["blame"]
-    assert blame["found"] and blame["among"], blame["candidates"]
+    assert blame["found"] and blame["among"] and blame["content"] == "weak", (blame["content"], blame["candidates"])
     assert r["agree"] is True, r["loser"].get("reasons")
 
 

@@ -211,8 +211,8 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
             break  # the evidence's own hypotheses answered: the generic ladder only lengthens the list
         aborted = False
         for R in rs:
-            if h.app_id is not None and h.app_id not in since:
-                continue  # an app id no commit of this table carries
+            if h.app_id is not None and (h.app_id not in since or since[h.app_id][0] > max(R, until)):
+                continue  # an app id no commit of this table carries, or whose first commit came after the window
             res = _try(log, state, h, attempt.partitions, R, until, rules)
             if res is None or res.result.verdict != "abort":
                 continue
@@ -232,8 +232,9 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
             if got is None or (not got["content"] and from_content):
                 # the best-supported hypothesis that gives this answer speaks for it
                 reads = got["reads"] if got is not None else set()
+                was_twin = got["twin"] if got is not None else True
                 found[key] = got = {"reads": reads, "h": h, "h_idx": hi_idx, "content": from_content, "r": r, "R": R,
-                                    "twin": twin}
+                                    "twin": was_twin}
             got["twin"] = got["twin"] and twin
             got["reads"].add(R)
         if not aborted:
@@ -257,9 +258,11 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
 
 def rank_key(d: dict[str, Any]) -> tuple:
     """RANKING: what the files show first, winners that landed before the last file before those
-    after it, an app's first commit beating its twin after the others, the answer more read versions give (the attempt's start is unknown: each read version
-    is as likely), the ladder's order of hypotheses, then the later winner. Chosen among the
-    orderings of bench/calibrate_blame.py on differential runs (FIDELITY.md "Blame")."""
+    after it, an app's first commit beating its twin after the others, the answer more read
+    versions give (the attempt's start is unknown: each read version is as likely), the ladder's
+    order of hypotheses, then the later winner. Chosen among the orderings of
+    bench/calibrate_blame.py on differential runs (FIDELITY.md "Blame"); the twin term from live
+    delta-spark races, which calibrate_blame's recorded features do not carry."""
     return (not d["content"], d["late"], d.get("twin", False), -len(d["reads"]), d["h_idx"], -d["r"].winning_version)
 
 

@@ -328,13 +328,13 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
                         f"{matched} of its {orphan.height} rows are rows of {n} committed file(s), whose other {dropped} "
                         "rows it would have dropped: as likely new rows equal to old ones as a rewrite of those files, "
                         "so they bound neither what it did nor the versions it read")
-    if kind == "merge" and kept == matched == 1 and changed == 0 and dropped == 0:
+    if kind == "merge" and len(live) == 1 and src_rows == 1 and kept == matched == 1 and changed == 0:
         # One row equal to the one row of a committed file, beside new rows: a rewrite would have
         # had to copy that file unchanged; far likelier a new row that equals one a winner wrote
         # (a REPLACE WHERE's id 301 against a MERGE's inserted 301: live delta-spark races). One row
         # bounds neither what it did nor the versions it read.
         return _reading("weak", writer, created_by, codec, tuple(sorted(live)), None,
-                        f"one of its {orphan.height} rows equals the one row of {next(iter(live))}, the others are new: "
+                        f"one of its {orphan.height} rows equals the one row of {sorted(live)[0]}, the others are new: "
                         "as likely a new row equal to one written before as a copy of that file, so it bounds "
                         "neither what it did nor the versions it read")
     if kind != "compaction" and 2 * matched < orphan.height and 2 * matched < src_rows:

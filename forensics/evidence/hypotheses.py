@@ -67,7 +67,7 @@ def txn_app_ids(raw: str | None) -> list[str]:
 
 
 def app_ids_of(log: DeltaLog, limit: int = 3) -> list[str]:
-    """Streaming query ids (txn appIds) seen in the log, most recent first."""
+    """The txn appIds seen in the log (streaming queries, idempotent writers), most recent first."""
     out: list[str] = []
     for raw in reversed(log.commits["txn_app_ids"].to_list()):
         for a in txn_app_ids(raw):
