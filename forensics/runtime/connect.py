@@ -17,17 +17,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.runtime.spark import _first_line  # one definition of an error's first line
 from forensics.safe import scrub
 
 DEFAULT_PORT = 15002
 CONNECT_TIMEOUT_S = 10.0  # the TCP handshake to the server
 RETRIES = 6  # pyspark's backoff from 50 ms x4 per retry, capped below: 50 ms .. 10 s, ~25 s in all
 MAX_BACKOFF_MS = 10_000
-
-
-def _first_line(e: BaseException) -> str:
-    s = str(e).strip().splitlines()
-    return s[0][:300] if s else type(e).__name__
 
 
 def _unreachable(remote: str, why: str) -> ForensicsError:
