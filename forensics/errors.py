@@ -176,3 +176,9 @@ def error_line(e: BaseException) -> str:
     if isinstance(e, ForensicsError):
         return e.one_line()
     return f"{type(e).__name__}: {e}"
+
+
+def first_line(e: BaseException) -> str:
+    """The first line of an error's text (at most 300 characters): what a one-line diagnostic quotes."""
+    s = str(e).strip().splitlines()
+    return s[0][:300] if s else type(e).__name__

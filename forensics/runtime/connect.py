@@ -16,8 +16,7 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from forensics.errors import ExitCode, ForensicsError
-from forensics.runtime.spark import _first_line  # one definition of an error's first line
+from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.safe import scrub
 
 DEFAULT_PORT = 15002
@@ -73,7 +72,7 @@ def start(remote: str, conf: dict[str, str]) -> Any:
             for k, v in settings.items():
                 session.conf.set(k, v)
     except Exception as e:  # noqa: BLE001 - report, do not trace
-        raise _unreachable(remote, _first_line(e)) from None
+        raise _unreachable(remote, first_line(e)) from None
     return session
 
 

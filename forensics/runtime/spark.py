@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from forensics.errors import ExitCode, ForensicsError
+from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.runtime import heap
 from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
 from forensics.runtime.logs import logger, spark_log_level
@@ -165,7 +165,7 @@ def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:
                 session = build(delta.settings)
             except Exception as e:  # noqa: BLE001 - Ivy could not resolve, or the jars do not load
                 delta_jvm.remember(delta, None, ok=False)
-                delta_jvm.say_once(str(delta.coordinate), f"{_first_line(e)}; see {_spark_log_path()}")
+                delta_jvm.say_once(str(delta.coordinate), f"{first_line(e)}; see {_spark_log_path()}")
                 return build({})
             ok = delta_jvm.loaded(session)
             delta_jvm.remember(delta, session, ok)
@@ -175,7 +175,7 @@ def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:
         return build({})
     except Exception as e:  # noqa: BLE001
         raise ForensicsError(
-            ExitCode.SPARK, f"Spark failed to start ({_first_line(e)}); see {_spark_log_path()}"
+            ExitCode.SPARK, f"Spark failed to start ({first_line(e)}); see {_spark_log_path()}"
         ) from e
 
 
@@ -212,11 +212,6 @@ def delta_jvm_available(spark: Any) -> bool:
     return loaded(spark)
 
 
-def _first_line(e: BaseException) -> str:
-    s = str(e).strip().splitlines()
-    return s[0][:300] if s else type(e).__name__
-
-
 def error_summary(e: BaseException) -> str:
     """The root cause of a Spark/py4j error in one line (the deepest `Caused by:`)."""
     text = str(e)
@@ -233,4 +228,4 @@ def error_summary(e: BaseException) -> str:
         ln = ln.strip()
         if ln and not ln.startswith("at ") and "An error occurred while calling" not in ln:
             return ln[:300]
-    return _first_line(e)
+    return first_line(e)
