@@ -9,7 +9,6 @@ single answers as typed dataclasses with `to_dict()`.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
@@ -179,9 +178,10 @@ class Table:
         this machine's mirror: the connector's settings join the session's (the user's win), and
         the URI Spark reads is returned (forensics/storage/connectors.py). None in local mode,
         through Spark Connect (the server reads with its own connectors) and on a caller's session."""
+        from forensics.runtime.master import chosen_master
         from forensics.storage.connectors import is_cluster, plan
 
-        if self._spark is not None or self._remote or not is_cluster(self._master or os.environ.get("DELTA_FORENSICS_MASTER")):
+        if self._spark is not None or self._remote or not is_cluster(chosen_master(self._master)):
             return None
         assert self.store is not None
         read = plan(loc, self.store.options, self._spark_conf)

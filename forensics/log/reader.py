@@ -27,6 +27,7 @@ from forensics.log.listing import Checkpoint, LogFile, LogListing
 from forensics.model import Finding
 from forensics.runtime.logs import logger
 from forensics.runtime.spark import error_summary
+from forensics.runtime.spill import collect_arrow
 
 # Column names of the Arrow tables this module returns (the cache stores them as is).
 ACTION_COLUMNS = [
@@ -110,7 +111,7 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
     logger.info("parsing %d commit file(s), %d bytes, with Spark", len(files), sum(f.size or 0 for f in files))
     try:
         with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
-            tbl = _parse_and_collect(spark, files, versions)
+            tbl = _parse_and_collect(spark, files, versions, sum(f.size or 0 for f in files))
     except Exception as e:  # noqa: BLE001 - Spark is lazy: read errors surface at collection
         summary = error_summary(e)
         if any(m in summary for m in _JVM_GONE):
@@ -131,7 +132,7 @@ _JVM_GONE = ("Connection refused", "Error while sending or receiving", "Answer f
              "OutOfMemoryError", "Cannot invoke \"org.apache.spark.scheduler.DAGScheduler")
 
 
-def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int]) -> pa.Table:
+def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int], n_bytes: int) -> pa.Table:
     import pyspark.sql.functions as F
 
     from forensics.log.spark_schema import ACTION_SCHEMA
@@ -147,7 +148,7 @@ def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str,
         F.from_json("text", ACTION_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias("a"),
         F.expr("json_object_keys(text)").alias("keys"),
     )
-    tbl = _collect(_rows(parsed), _COMBINED)
+    tbl = collect_arrow(_rows(parsed), _COMBINED, n_bytes)
     if wanted is not None:
         import pyarrow.compute as pc
 
@@ -548,7 +549,7 @@ def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Tabl
     other_cols = {"payload": payload, "app_id": F.col("txn.appId"), "txn_version": F.col("txn.version"),
                   "domain": F.col("domainMetadata.domain")}
     cols = {"kind": t, **file_cols, **other_cols}
-    got = _collect(df.select(*[c.alias(n) for n, c in cols.items()]).where(F.col("kind").isNotNull()), list(cols))
+    got = collect_arrow(df.select(*[c.alias(n) for n, c in cols.items()]).where(F.col("kind").isNotNull()), list(cols))
     kinds = got.column("kind")
     files = got.filter(pc.is_in(kinds, pa.array(["add", "remove"])))
     others = got.filter(pc.invert(pc.is_in(kinds, pa.array(["add", "remove"]))))
@@ -623,10 +624,3 @@ _COMBINED_SPARK = {c: _ARROW_TO_SPARK[_ACTION_TYPES.get(c, pa.string())] for c i
 _COMBINED_SPARK.update({c: _OTHER_TYPES[c] for c in OTHER_COLUMNS if c not in ("version", "line", "kind")})
 _COMBINED_SPARK["_t"] = "string"
 
-
-def _collect(df, columns: list[str]) -> pa.Table:
-    """Collect to the driver as Arrow (local, cluster and Connect modes alike)."""
-    try:
-        return df.select(*columns).toArrow()
-    except AttributeError:  # pyspark < 4: no DataFrame.toArrow
-        return pa.Table.from_pandas(df.select(*columns).toPandas(), preserve_index=False)

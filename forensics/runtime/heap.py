@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.runtime.master import is_local
 
 HEAP_BASE = 384 << 20  # the JVM, Spark and the plan
 HEAP_PER_LINE_BYTE = 48  # Jackson's tokens, the parsed row and its copies (worst seen: ~40x a line)
@@ -74,7 +75,7 @@ def reserve(need: HeapNeed) -> None:
                 _reserved = need
             return
     master, remote = key or (None, None)
-    if remote or not (master or os.environ.get("DELTA_FORENSICS_MASTER", "local")).startswith("local"):
+    if remote or not is_local(master):
         return  # a cluster or Connect: executors parse, with the cluster's memory
     limit = _running_max_heap(session)
     if limit and HEAP_BASE + need.bytes > limit:

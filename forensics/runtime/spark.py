@@ -18,6 +18,7 @@ from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.runtime import heap
 from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
 from forensics.runtime.logs import logger, spark_log_level
+from forensics.runtime.master import chosen_master
 from forensics.runtime.paths import cache_root
 from forensics.safe import remember_settings, scrub
 
@@ -118,10 +119,10 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
         java = check_java()
         heap.plan_start(conf or {})  # the heap the listing asked for, or a one-line refusal
         started = time.monotonic()
-        chosen_master = master or os.environ.get("DELTA_FORENSICS_MASTER", "local[2]")
-        logger.info("starting a Spark session (master %s, Java %s%s)", chosen_master, java.major,
+        master = chosen_master(master)
+        logger.info("starting a Spark session (master %s, Java %s%s)", master, java.major,
                     f"; settings {', '.join(sorted(conf))}" if conf else "")  # names only: a value may be a credential
-        _session = _start_local(chosen_master, java, conf or {})
+        _session = _start_local(master, java, conf or {})
         logger.info("Spark %s started in %.1f s; its log: %s", _session.version, time.monotonic() - started, _spark_log_path())
         try:
             # Twice: Spark skips a level equal to the root's (INFO by default), leaving the console's WARN filter on.
