@@ -22,8 +22,8 @@ import pyarrow as pa
 from forensics.runtime.paths import cache_root
 
 # Input bytes (commit JSON) from which a local read goes through Parquet. The 20,000-commit bench
-# log (81 MB) stays below it: for a result that fits, the write and read back cost more than
-# they save.
+# log (33 MB) stays below it: a result that fits the driver is collected directly (the write and
+# the read back would be extra work).
 SPILL_MIN_BYTES = 256 << 20
 
 
