@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Callable
 
 import polars as pl
@@ -261,8 +262,17 @@ class DeltaLog:
 
     @property
     def derived(self) -> dict[str, Any]:
-        """Per-log memo for later stages (write sets, parsed rows): computed once per open."""
+        """Per-log memo for later stages (write sets, winners: dicts keyed by version), computed once per open."""
         return self._derived
+
+    def forget(self, versions: Iterable[int]) -> None:
+        """Let go of what was memoised for these versions (records, write sets, winners): a pass
+        over a million commits keeps only what lies ahead of it. Anything asked again is rebuilt."""
+        memos = [m for m in self._derived.values() if isinstance(m, dict)]
+        for v in versions:
+            self._records.pop(v, None)
+            for m in memos:
+                m.pop(v, None)
 
     def spark(self) -> Any:
         """The Spark session, started on first use (most questions about a cached table never need it)."""

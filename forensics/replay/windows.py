@@ -363,30 +363,50 @@ def replay_table(
         return _replay_table(log, rules, isolation_level, versions, state)
 
 
+# Windows replayed per block: their commits and winners are built in one pass over the actions
+# (one slice per version costs more than the rows), and what no later window needs is let go, so
+# a 1,000,000-commit log does not hold every commit's write set at once.
+REPLAY_BLOCK = 2000
+
+
 def _replay_table(log: DeltaLog, rules: str | None, isolation_level: str | None, versions: list[int] | None,
                   state: StateIndex | None) -> ReplayReport:
     state = state or StateIndex(log)
     verdicts: dict[int, CommitVerdict] = {}
     not_concurrent = 0
-    rows = list(log.commits.select(["version", "read_version"]).iter_rows())
     wanted = set(versions) if versions is not None else None
-    # Every window's own commit and winners, built in one pass rather than one slice each.
-    need: set[int] = set()
-    for v, rv in rows:
-        if (wanted is None or v in wanted) and rv is not None and rv < v - 1:
-            need.add(v)
-            need.update(range(rv + 1, v))
-    prefetch_write_sets(log, sorted(need))
-    for v, rv in rows:
+    windows: list[tuple[int, int | None]] = []
+    for v, rv in log.commits.select(["version", "read_version"]).iter_rows():
         if wanted is not None and v not in wanted:
             continue
-        if rv is not None and rv == v - 1:
+        if (rv is not None and rv == v - 1) or (rv is None and v == 0):
             not_concurrent += 1
-            continue
-        if rv is None and v == 0:
-            not_concurrent += 1
-            continue
-        verdicts[v] = replay_commit(log, v, state, rules=rules, isolation_level=isolation_level)
+        else:
+            windows.append((v, rv))
+    # The first version any window from the i-th on needs (its read version + 1, or itself).
+    first_needed = [0] * (len(windows) + 1)
+    first_needed[-1] = 1 << 62
+    for i in range(len(windows) - 1, -1, -1):
+        v, rv = windows[i]
+        first_needed[i] = min(first_needed[i + 1], v if rv is None or rv >= v else rv + 1)
+    held = {v for m in log.derived.values() if isinstance(m, dict) for v in m}  # the caller's: kept
+    built: set[int] = set()
+    for start in range(0, len(windows), REPLAY_BLOCK):
+        block = windows[start:start + REPLAY_BLOCK]
+        need: set[int] = set()
+        for v, rv in block:
+            if rv is not None and rv < v - 1:
+                need.add(v)
+                need.update(range(rv + 1, v))
+        prefetch_write_sets(log, sorted(need))
+        built |= need
+        for v, _rv in block:
+            verdicts[v] = replay_commit(log, v, state, rules=rules, isolation_level=isolation_level)
+            built.add(v)
+        if start + REPLAY_BLOCK < len(windows):  # the last block's stay, for the caller's next question
+            done = {x for x in built if x < first_needed[start + len(block)] and x not in held}
+            log.forget(done)
+            built -= done
     return ReplayReport(
         location=log.location,
         verdicts=verdicts,
