@@ -17,6 +17,7 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.model import ISOLATION_LEVELS
 
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
+    from collections.abc import Iterator
     from datetime import datetime
     from traceback import TracebackException
 
@@ -314,6 +315,14 @@ class Table:
         from forensics.schemas import SCHEMA_VERSION
 
         return history_json(self._log.commits, *self._span(start, end, since, until, last), SCHEMA_VERSION)
+
+    def history_json_parts(self, start: int | None = None, end: int | None = None, *, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> "Iterator[str]":
+        """`history_json`'s text in pieces to write one after another (a million versions make a 1 GB
+        document: held whole, it took several times that in memory)."""
+        from forensics.log.history import history_json_parts
+        from forensics.schemas import SCHEMA_VERSION
+
+        return history_json_parts(self._log.commits, *self._span(start, end, since, until, last), SCHEMA_VERSION)
 
     def history_rows(self, start: int | None = None, end: int | None = None, *, since: "datetime | int | str | None" = None, until: "datetime | int | str | None" = None, last: int | None = None) -> list[dict[str, Any]]:
         """The `history --json` objects as Python dicts (what views render); the versions as `history` chooses them."""

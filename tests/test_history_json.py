@@ -10,7 +10,7 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forensics.log.history import history_json, history_rows
+from forensics.log.history import history_json, history_json_parts, history_rows
 from forensics.log.index import COMMIT_SCHEMA
 from forensics.log.delta_log import DeltaLog
 
@@ -81,6 +81,14 @@ def _same(commits: pl.DataFrame, start=None, end=None) -> str:
 @given(commit_rows(), st.one_of(st.none(), st.integers(0, 10**6)))
 def test_column_wise_json_says_what_the_rows_say(commits, start):
     _same(commits, start)
+
+
+@settings(max_examples=60, deadline=None)
+@given(commit_rows(), st.integers(1, 4), st.one_of(st.none(), st.integers(0, 10**6)))
+def test_the_text_written_in_pieces_is_the_whole_text(commits, rows_per_part, start):
+    parts = list(history_json_parts(commits, start, None, "9.9", rows_per_part=rows_per_part))
+    assert "".join(parts) == history_json(commits, start, None, "9.9")
+    assert len(parts) == 2 + -(-len(json.loads("".join(parts))) // rows_per_part)
 
 
 def test_every_sample_log(sample_logs, spark):

@@ -23,7 +23,9 @@ def run(args: argparse.Namespace) -> int:
     table = open_table(args)
     start, end = selected_versions(sel, table)
     if args.json:
-        sys.stdout.write(table.history_json(start, end) + "\n")
+        for part in table.history_json_parts(start, end):
+            sys.stdout.write(part)
+        sys.stdout.write("\n")
         return report_findings(args, table.findings)
     from forensics.cli.render import history_details, history_table, print_renderable
 
