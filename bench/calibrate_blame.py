@@ -26,8 +26,8 @@ RANKINGS: dict[str, Key] = {
     "content, late, ladder, support, earlier winner": lambda c: (not c["content"], c["late"], c["h"], -c["support"], c["w"]),
     "content, late, ladder, newest read": lambda c: (not c["content"], c["late"], c["h"], -c["reads"][1], c["w"]),
     "content, late, support, ladder": lambda c: (not c["content"], c["late"], -c["support"], c["h"], c["w"]),
-    # the tool's ranking (forensics.evidence.attribution.rank_key)
-    "content, late, support, ladder, later winner": lambda c: (not c["content"], c["late"], -c["support"], c["h"], -c["w"]),
+    # the tool's ranking (forensics.evidence.attribution.rank_key; `stale` is absent from older records)
+    "content, late, support, ladder, later winner": lambda c: (c.get("stale", False), not c["content"], c["late"], -c["support"], c["h"], -c["w"]),
     "content, support, late, ladder, later winner": lambda c: (not c["content"], -c["support"], c["late"], c["h"], -c["w"]),
     "content, late, support, later winner": lambda c: (not c["content"], c["late"], -c["support"], -c["w"], c["h"]),
     "late, support, content, ladder": lambda c: (c["late"], -c["support"], not c["content"], c["h"], -c["w"]),

@@ -108,3 +108,29 @@ def test_error_text_winner_found_by_evidence_says_times_were_not_used(sample_log
     ex = Table(_as_cloned(sample_logs, "f-delta-rs-aborted", tmp_path)).explain_error((d / "error.txt").read_text())
     assert ex.winning_version == 3, ex.why
     assert "file times are not trusted" in ex.why
+
+
+@pytest.mark.parametrize("name", ["c-optimize-vs-delete"])  # (a) records too few readVersions to have a slowest
+def test_a_job_slower_than_any_the_table_committed_keeps_its_winner(sample_logs, tmp_path, name):
+    """Trusted file times written long after every commit (a job that ran, failed and left its files
+    an hour later): the table's slowest transaction does not bound how slow a failed job was, so
+    reads older than it suggests stay candidates (ranked last), and the real winner is among them."""
+    import os
+
+    from forensics.synth.mtimes import restored_copy
+
+    table = restored_copy(sample_logs / name, tmp_path / name)
+    (before,) = Table(table).evidence().attempts
+    hour = 3600
+    for f in before.files:
+        p = table / f.path
+        st = p.stat()
+        os.utime(p, (st.st_atime + hour, st.st_mtime + hour))
+    ev = Table(table, use_cache=False).evidence()
+    assert ev.clock.trusted is True
+    (att,) = ev.attempts
+    got = [c.winning_version for c in att.candidates]
+    # Its rows are a compaction of files live at v4 only: that read stands, older than the slowest
+    # transaction suggests or not (a bound on the read from the rows, not from a guess about speed).
+    assert got[0] == WINNERS[name], (got, att.why)
+    assert "rank last: the slowest transaction" in att.why, att.why

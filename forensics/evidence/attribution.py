@@ -58,6 +58,7 @@ class Candidate:
     support: int = 1  # how many read versions give this answer
     late: bool = False  # the winner landed after the attempt's last file
     hypothesis_rank: int = 0  # the hypothesis's place in the ladder (0: the most likely)
+    stale: bool = False  # only read versions older than the table's slowest transaction suggests give it
 
     def to_dict(self) -> dict[str, Any]:
         return {"readVersions": list(self.read_versions), "winningVersion": self.winning_version, "exception": self.exception,
@@ -197,17 +198,21 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
               writer: str, rules: str | None, until: int, reading: "ContentReading | None" = None,
               facts: Any = None, report: "ErrorReport | None" = None, retry: int | None = None,
               rewrote_a_file: bool = False, allowed: frozenset[int] | None = None,
-              late_after: int | None = None) -> Attribution:
+              late_after: int | None = None, fresh_from: int | None = None) -> Attribution:
     """Replay every hypothesis at every allowed read version against the winners up to `until`;
-    group what aborts by (winner, exception, rule), rank."""
+    group what aborts by (winner, exception, rule), rank. Read versions below `fresh_from` (older
+    than the table's slowest transaction suggests) are tried too, and what only they give ranks last."""
     lo, hi = read_range
     rs = [r for r in range(hi, lo - 1, -1) if allowed is None or r in allowed][:MAX_READ_VERSIONS]
     since = _app_since(log)
     hyps = candidate_hypotheses(log, attempt, writer, reading, facts, retry, rewrote_a_file)
     found: dict[tuple[int, str, str], dict[str, Any]] = {}
     tried: list[str] = []
+    def fresh(reads: set[int]) -> set[int]:
+        return {R for R in reads if fresh_from is None or R >= fresh_from}
+
     for hi_idx, (h, from_content) in enumerate(hyps):
-        if not from_content and any(d["content"] for d in found.values()):
+        if not from_content and any(d["content"] and fresh(d["reads"]) for d in found.values()):
             break  # the evidence's own hypotheses answered: the generic ladder only lengthens the list
         aborted = False
         for R in rs:
@@ -243,6 +248,8 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
     # after writing), but less often than one that landed before: it ranks after those.
     for d in found.values():
         d["late"] = late_after is not None and d["r"].winning_version > late_after
+        d["stale"] = not fresh(d["reads"])
+        d["support"] = len(fresh(d["reads"]) or d["reads"])
     ordered = sorted(found.values(), key=rank_key)
     cands = []
     for rank, d in enumerate(ordered, 1):
@@ -252,18 +259,20 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
         cands.append(Candidate(reads, r.winning_version, r.exception, r.rule, h.label, h.operation, rank,
                                f"if it {h.label} at {at}, the {r.profile} rules abort it with {r.exception} against "
                                f"v{r.winning_version} ({r.why})", r.partition, r.file, d["content"], h.predicate, h.app_id,
-                               len(d["reads"]), d["late"], d["h_idx"]))
+                               d["support"], d["late"], d["h_idx"], d["stale"]))
     return Attribution(cands, list(basis), (lo, hi), tried)
 
 
 def rank_key(d: dict[str, Any]) -> tuple:
-    """RANKING: what the files show first, winners that landed before the last file before those
-    after it, an app's first commit beating its twin after the others, the answer more read
-    versions give (the attempt's start is unknown: each read version is as likely), the ladder's
-    order of hypotheses, then the later winner. Chosen among the orderings of
-    bench/calibrate_blame.py on differential runs (FIDELITY.md "Blame"); the twin term from live
-    delta-spark races, which calibrate_blame's recorded features do not carry."""
-    return (not d["content"], d["late"], d.get("twin", False), -len(d["reads"]), d["h_idx"], -d["r"].winning_version)
+    """RANKING: answers that need a read older than the table's slowest transaction suggests last;
+    then what the files show first, winners that landed before the last file before those after it,
+    an app's first commit beating its twin after the others, the answer more read versions give (the
+    attempt's start is unknown: each read version is as likely), the ladder's order of hypotheses,
+    then the later winner. Chosen among the orderings of bench/calibrate_blame.py on differential
+    runs (FIDELITY.md "Blame"); the twin and stale terms from live delta-spark races, which
+    calibrate_blame's recorded features do not carry."""
+    return (d.get("stale", False), not d["content"], d["late"], d.get("twin", False), -d.get("support", len(d["reads"])),
+            d["h_idx"], -d["r"].winning_version)
 
 
 def _fits_text(report: "ErrorReport", r: Any, log: DeltaLog) -> bool:
@@ -315,18 +324,20 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
             lo = min(lo, min(bounds.versions) - 1)
         allowed = bounds.versions
         basis += list(bounds.why)
+    fresh_from = None
     if clock.trusted and read_version is None:
         slow = _slowest_transaction_ms(log)
         if slow is not None:
             since = attempt.first_seen - 2 * slow - 1000
             early = [v for v, t in log.commits.select(["version", "timestamp"]).iter_rows() if t is not None and t < since]
             if early and max(early) > lo:
-                lo = max(early)
-                basis.append(f"it read v{lo} or later: the slowest transaction this table committed took "
-                             f"{slow / 1000:.1f} s from its read to its commit, and its files were written at most twice that after its read")
+                fresh_from = max(early)
+                basis.append(f"read versions before v{fresh_from} rank last: the slowest transaction this table committed took "
+                             f"{slow / 1000:.1f} s from its read to its commit, and a job that wrote its files more than twice "
+                             "that after its read would be slower than any it committed (possible: a failed job may be slow)")
     if read_version is not None:
         lo = hi = read_version
-        allowed = None
+        allowed, fresh_from = None, None
         basis.append(f"it read v{read_version} (" + ("as stated" if facts is not None and facts.read_version is not None
                                                       else "its commit file records it") + ")")
     engines = [e for e in log.commits["engine_info"].to_list() if e]
@@ -337,7 +348,7 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     def run(upto: int):
         return attribute(log, state, attempt, read_range=(lo, min(hi, upto)), basis=basis, writer=writer, rules=rules,
                          until=upto, reading=reading, facts=facts, report=report, retry=retry, rewrote_a_file=rewrote,
-                         allowed=allowed, late_after=until if upto > until else None)
+                         allowed=allowed, late_after=until if upto > until else None, fresh_from=fresh_from)
 
     # A job commits after writing its files: commits that landed just after its last file can still
     # have beaten it (ranked after those that landed before).
