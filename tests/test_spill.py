@@ -50,3 +50,23 @@ def test_the_log_opened_through_the_scratch_reads_the_same_history(busy, spark, 
     assert through.commits.equals(plain.commits)
     assert through.actions.equals(plain.actions)
 
+
+
+def test_a_cluster_collects_a_slice_of_partitions_per_job_in_partition_order(busy, spark, monkeypatch):
+    """The cluster's way (executors that do not share this disk), run here on local[2]: each
+    partition's rows as one Arrow stream, a few partitions per job, the same table as toArrow()."""
+    from forensics.log import reader
+
+    files = list(list_log(str(busy)).commits.values())
+    seen_jobs: list[int] = []
+    sc = spark.sparkContext
+    real = sc.runJob
+    monkeypatch.setattr(sc, "runJob", lambda rdd, f, parts: seen_jobs.append(len(parts)) or real(rdd, f, parts))
+    versions = {f.uri: reader._version_of(f.name) for f in files}  # noqa: SLF001
+    df = reader._parsed(reader._split_lines(reader._file_texts(spark, files, versions)[0]))  # noqa: SLF001
+    whole = df.toArrow()
+    monkeypatch.setattr(spill, "CLUSTER_JOB_INPUT_BYTES", 1)  # one partition per job
+    sliced = spill.by_partitions(df, 1 << 30)
+    assert sliced.num_rows == whole.num_rows > 100
+    assert sliced.equals(whole)
+    assert len(seen_jobs) == df.rdd.getNumPartitions() > 1 and set(seen_jobs) == {1}

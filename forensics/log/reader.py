@@ -5,10 +5,12 @@
   broken line (small: a handful per commit);
 - per-file facts (size, mtime) come from the listing.
 
-Each commit file is read whole (`wholetext`) so line numbers survive, many files per task
-(Spark packs small files by `openCostInBytes`), and parsed with the explicit schemas in
-`spark_schema` in PERMISSIVE mode: a truncated or garbage line becomes a finding naming the
-file and version while the rest of the log is still used.
+A local session reads the commit files from a bundle (forensics/log/bundle.py: a few scratch
+files, one row per line with its version and line number, since Spark pays per file); a cluster or
+Spark Connect reads each commit file whole (`binaryFile`), many files per task (Spark packs small
+files by `openCostInBytes`), and splits it into lines, so line numbers survive either way. Lines
+are parsed with the explicit schemas in `spark_schema` in PERMISSIVE mode: a truncated or garbage
+line becomes a finding naming the file and version while the rest of the log is still used.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from forensics.errors import ExitCode, ForensicsError
+from forensics.log.bundle import bundled, can_bundle
 from forensics.log.listing import Checkpoint, LogFile, LogListing
 from forensics.model import Finding
 from forensics.runtime.logs import logger
@@ -102,7 +105,8 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
     """
     if not files:
         return ParsedFiles(_empty(ACTION_COLUMNS), _empty(OTHER_COLUMNS))
-    if at is not None:
+    local = can_bundle(spark, files)  # before `at`: the bundle reads the local files themselves
+    if at is not None and not local:
         moved = {f.uri: replace(f, uri=at(f)) for f in files}
         if source_version is not None:
             source_version = {moved[u].uri if u in moved else u: v for u, v in source_version.items()}
@@ -111,7 +115,9 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
     logger.info("parsing %d commit file(s), %d bytes, with Spark", len(files), sum(f.size or 0 for f in files))
     try:
         with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
-            tbl = _parse_and_collect(spark, files, versions, sum(f.size or 0 for f in files))
+            tbl = _parse_and_collect(spark, files, versions, sum(f.size or 0 for f in files), local)
+    except ForensicsError:
+        raise
     except Exception as e:  # noqa: BLE001 - Spark is lazy: read errors surface at collection
         summary = error_summary(e)
         if any(m in summary for m in _JVM_GONE):
@@ -132,28 +138,58 @@ _JVM_GONE = ("Connection refused", "Error while sending or receiving", "Answer f
              "OutOfMemoryError", "Cannot invoke \"org.apache.spark.scheduler.DAGScheduler")
 
 
-def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int], n_bytes: int) -> pa.Table:
+def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int], n_bytes: int,
+                       local: bool) -> pa.Table:
+    if local:
+        with bundled(files, versions) as where:
+            return _collect(spark, _bundle_lines(spark, where), n_bytes)
+    raw, wanted = _file_texts(spark, files, versions)
+    tbl = _collect(spark, _split_lines(raw), n_bytes)
+    if wanted is not None:
+        import pyarrow.compute as pc
+
+        tbl = tbl.filter(pc.is_in(tbl.column("version"), pa.array(sorted(wanted), pa.int64())))
+    return tbl
+
+
+def _collect(spark: Any, lines: Any, n_bytes: int) -> pa.Table:
+    """Parse (version, line, text) rows into the combined table, collected as Arrow."""
+    return collect_arrow(_parsed(lines), _COMBINED, n_bytes)
+
+
+def _parsed(lines: Any) -> Any:
+    """(version, line, text) rows into the combined rows (`_COMBINED`), one per action of a line."""
     import pyspark.sql.functions as F
 
     from forensics.log.spark_schema import ACTION_SCHEMA
 
-    raw, wanted = _file_texts(spark, files, versions)
-    lines = raw.select("version", F.posexplode(F.split(F.col("value"), "\n")).alias("line", "text")).where(
-        F.length(F.trim("text")) > 0
-    )
-    parsed = lines.select(
+    nonblank = lines.where(F.length(F.trim("text")) > 0)
+    parsed = nonblank.select(
         "version",
         "line",
         "text",
         F.from_json("text", ACTION_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias("a"),
         F.expr("json_object_keys(text)").alias("keys"),
     )
-    tbl = collect_arrow(_rows(parsed), _COMBINED, n_bytes)
-    if wanted is not None:
-        import pyarrow.compute as pc
+    return _rows(parsed).select(*_COMBINED)
 
-        tbl = tbl.filter(pc.is_in(tbl.column("version"), pa.array(sorted(wanted), pa.int64())))
-    return tbl
+
+def _split_lines(raw: Any) -> Any:
+    """(version, whole file text) rows into (version, line, text): line numbers from 0, blank ones kept."""
+    import pyspark.sql.functions as F
+
+    return raw.select("version", F.posexplode(F.split(F.col("value"), "\n")).alias("line", "text"))
+
+
+def _bundle_lines(spark: Any, where: str) -> Any:
+    """The bundle's `version <TAB> line <TAB> text` rows (forensics/log/bundle.py) as the same
+    (version, line, text) columns and types `_split_lines` gives."""
+    import pyspark.sql.functions as F
+
+    cols = F.split(F.col("value"), "\t", 3)
+    return spark.read.option("lineSep", "\n").text(where).select(
+        cols[0].cast("long").alias("version"), cols[1].cast("int").alias("line"), cols[2].alias("text")
+    )
 
 
 # A small read (an incremental refresh, a short log) is interpreted: Spark's code generation

@@ -18,7 +18,7 @@ from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.runtime import heap
 from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
 from forensics.runtime.logs import logger, spark_log_level
-from forensics.runtime.master import chosen_master
+from forensics.runtime.master import chosen_master, is_local
 from forensics.runtime.paths import cache_root
 from forensics.safe import remember_settings, scrub
 
@@ -155,10 +155,15 @@ def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:
 
     def build(extra: dict[str, str]) -> Any:
         builder = _local_conf(SparkSession.builder.appName("delta-forensics").master(master), java)
+
         for k, v in {**conf, **extra}.items():  # the user's settings after ours (Delta's already merged with them)
             builder = builder.config(k, v)
         with _JvmStderrToFile(_spark_log_path(), (1, 2) if extra else (2,)):
-            return builder.getOrCreate()
+            session = builder.getOrCreate()
+        if is_local(master) and not os.environ.get("PYSPARK_PYTHON"):
+            # Local Python workers (few reads need them) run this interpreter: `python3` on PATH may lack pyarrow.
+            session.sparkContext.pythonExec = sys.executable
+        return session
 
     try:
         if delta.active:

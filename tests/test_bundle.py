@@ -1,0 +1,104 @@
+"""A local session reads commit files from a bundle (forensics/log/bundle.py): the rows must be the
+ones Spark gives when it reads each file whole and splits it, whatever the bytes of a line are."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forensics.errors import ExitCode, ForensicsError
+from forensics.log import reader
+from forensics.log.listing import list_log
+from forensics.runtime import spill
+
+# Lines a commit file can hold: real actions, broken JSON, blank and space-only lines, a "\r"
+# (CRLF files), tabs (the bundle's separator, inside and between tokens), bytes that are not UTF-8.
+_LINES = st.sampled_from([
+    b'{"commitInfo":{"timestamp":1,"operation":"WRITE","readVersion":0,"isBlindAppend":true}}',
+    b'{"add":{"path":"p=1/a.parquet","partitionValues":{"p":"1"},"size":10,"modificationTime":2,"dataChange":true}}',
+    b'{"remove":{"path":"b\\tc.parquet","deletionTimestamp":3,"dataChange":true}}',
+    b'{"txn":{"appId":"app\\t1","version":4}}',
+    b'{\t"metaData":{"id":"x","format":{"provider":"parquet"},"schemaString":"{}","partitionColumns":[]}}',
+    b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}\r',
+    b'{"unknownAction":{"x":1}}',
+    b'{"add":{"path":"trunc',
+    b'{"txn":{"appId":"a","version":1}}\r{"txn":{"appId":"b","version":2}}',  # a lone "\r" is no line break
+    b"", b"   ", b"\t", b"\r", b"garbage \xff\xfe not utf-8",
+    b'{"commitInfo":{"operation":"caf\xc3\xa9 \xe2\x80\x94 ok"}}',
+])
+
+
+def _write_log(root: Path, commits: list[list[bytes]], trailing: list[bool]) -> list:
+    log = root / "_delta_log"
+    log.mkdir(parents=True)
+    for v, (lines, nl) in enumerate(zip(commits, trailing)):
+        (log / f"{v:020d}.json").write_bytes(b"\n".join(lines) + (b"\n" if nl else b""))
+    return [f for _, f in sorted(list_log(str(root)).commits.items())]
+
+
+def _rows(t):
+    """Row order is Spark's partitioning (not a meaning): compare in (version, line, kind) order."""
+    return t.sort_by([("version", "ascending"), ("line", "ascending"), ("kind", "ascending")]).combine_chunks()
+
+
+def _both(spark, files, monkeypatch):
+    assert reader.can_bundle(spark, files)
+    bundled = reader.read_commit_files(spark, files)
+    with monkeypatch.context() as m:
+        m.setattr(reader, "can_bundle", lambda *_: False)  # the cluster's way: each file read whole
+        whole = reader.read_commit_files(spark, files)
+    return (_rows(bundled.actions), _rows(bundled.others)), (_rows(whole.actions), _rows(whole.others))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(commits=st.lists(st.lists(_LINES, min_size=1, max_size=6), min_size=1, max_size=5), data=st.data())
+def test_the_bundle_gives_the_rows_of_the_whole_file_read(commits, data, spark, tmp_path_factory, monkeypatch):
+    trailing = data.draw(st.lists(st.booleans(), min_size=len(commits), max_size=len(commits)))
+    files = _write_log(tmp_path_factory.mktemp("t"), commits, trailing)
+    bundled, whole = _both(spark, files, monkeypatch)
+    assert bundled == whole
+
+
+def test_a_sample_log_reads_the_same_both_ways_and_the_scratch_is_gone(sample_logs, spark, monkeypatch):
+    busy = sample_logs / "busy" / "table"
+    if not busy.exists():
+        pytest.skip("sample_logs/busy not generated yet")
+    files = [f for _, f in sorted(list_log(str(busy)).commits.items())]
+    bundled, whole = _both(spark, files, monkeypatch)
+    assert bundled[0].num_rows > 100
+    assert bundled == whole
+    root = spill.scratch_root()
+    assert not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")] if root.exists() else True
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_commit_file_gone_since_the_listing_is_named(tmp_path, spark, monkeypatch, processes):
+    from forensics.log import bundle
+
+    monkeypatch.setattr(bundle, "PARALLEL_MIN_FILES", 2 if processes == 2 else 10**9)
+    files = _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1}}']] * 3, [True] * 3)
+    os.unlink(files[1].uri)  # log cleanup between the listing and the read
+    with pytest.raises(ForensicsError) as e:
+        reader.read_commit_files(spark, files)
+    assert e.value.code == ExitCode.UNREADABLE
+    assert e.value.file == "_delta_log/00000000000000000001.json" and e.value.version == 1
+    assert "No such file" in str(e.value)
+    root = spill.scratch_root()
+    assert not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")]
+
+
+def test_a_large_copy_in_two_processes_gives_the_same_rows(sample_logs, spark, monkeypatch):
+    from forensics.log import bundle
+
+    busy = sample_logs / "busy" / "table"
+    if not busy.exists():
+        pytest.skip("sample_logs/busy not generated yet")
+    files = [f for _, f in sorted(list_log(str(busy)).commits.items())]
+    one = reader.read_commit_files(spark, files)
+    monkeypatch.setattr(bundle, "PARALLEL_MIN_FILES", 2)
+    two = reader.read_commit_files(spark, files)
+    assert (_rows(two.actions), _rows(two.others)) == (_rows(one.actions), _rows(one.others))
