@@ -72,6 +72,7 @@ def _sql_conf_in_tasks(spark: Any):
 
 
 def _has_context(spark: Any) -> bool:
+    """A classic session with a SparkContext (Spark Connect has none)."""
     if type(spark).__module__.startswith("pyspark.sql.connect"):
         return False
     try:
@@ -118,12 +119,7 @@ def _to_arrow(df: Any) -> pa.Table:
 
 def shares_this_disk(spark: Any) -> bool:
     """Whether the session's executors write where this process reads: a local master, not Connect."""
-    if type(spark).__module__.startswith("pyspark.sql.connect"):
-        return False
-    try:
-        return str(spark.sparkContext.master).startswith("local")
-    except Exception:  # noqa: BLE001 - no SparkContext to ask: assume not
-        return False
+    return _has_context(spark) and str(spark.sparkContext.master).startswith("local")
 
 
 def _through_parquet(df: Any, columns: list[str]) -> pa.Table:
