@@ -4,7 +4,8 @@ held-out seeds.
 bench/differential.py records, for every abort whose orphan files the tool found, each candidate
 the attribution gave with the ranking's inputs (whether the files' content named the operation,
 whether the winner landed after the attempt's last file, the hypothesis's place in the ladder,
-how many read versions give the answer, the read versions, the winner). This script re-orders
+how many read versions give the answer and how long each was the newest before the attempt's
+first file, the read versions, the winner). This script re-orders
 those candidates under each ranking below and counts how often the first is the engine's winner
 (with the engine's exception). Choose on the calibration seeds; report on the others.
 
@@ -15,19 +16,44 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 
 Key = Callable[[dict], tuple]
 
+
+def _weight(c: dict) -> float:
+    """The tool's time weight where the record has it (file times trusted), else the read-version count."""
+    return c["weight"] if c.get("weight") is not None else c["support"]
+
+
+def _late_odds(c: dict) -> float:
+    """A late winner's chance that the job's commit check came at least its lag after the last file,
+    with that delay log-uniform from 10 ms to an hour (in place of ranking every late winner last)."""
+    lag = c.get("lag_ms")
+    if not c["late"] or lag is None:
+        return 1.0
+    return max(0.0, math.log(3.6e6 / max(lag, 10)) / math.log(3.6e6 / 10))
+
+
+def _tenure(c: dict) -> float:
+    """How long (ms) its read versions were the newest before the first file: a job's start taken as
+    equally likely at any moment (no preference for short jobs), for comparison."""
+    spans = c.get("spans")
+    return sum(hi - lo for _, lo, hi in spans) if spans is not None else c["support"]
+
 RANKINGS: dict[str, Key] = {
     "content, late, ladder, later winner": lambda c: (not c["content"], c["late"], c["h"], -c["w"]),
     "content, late, ladder, support, earlier winner": lambda c: (not c["content"], c["late"], c["h"], -c["support"], c["w"]),
     "content, late, ladder, newest read": lambda c: (not c["content"], c["late"], c["h"], -c["reads"][1], c["w"]),
     "content, late, support, ladder": lambda c: (not c["content"], c["late"], -c["support"], c["h"], c["w"]),
-    # the tool's ranking (forensics.evidence.attribution.rank_key; `stale` is absent from older records)
     "content, late, support, ladder, later winner": lambda c: (c.get("stale", False), not c["content"], c["late"], -c["support"], c["h"], -c["w"]),
+    # the tool's ranking (forensics.evidence.attribution.rank_key; `stale` and `weight` are absent from older records)
+    "content, late, time weight, ladder, later winner": lambda c: (c.get("stale", False), not c["content"], c["late"], -_weight(c), c["h"], -c["w"]),
+    "content, late, tenure, ladder, later winner": lambda c: (c.get("stale", False), not c["content"], c["late"], -_tenure(c), c["h"], -c["w"]),
+    "content, time weight x late by its lag, ladder, later winner": lambda c: (c.get("stale", False), not c["content"], -_weight(c) * _late_odds(c), c["h"], -c["w"]),
     "content, support, late, ladder, later winner": lambda c: (not c["content"], -c["support"], c["late"], c["h"], -c["w"]),
     "content, late, support, later winner": lambda c: (not c["content"], c["late"], -c["support"], -c["w"], c["h"]),
     "late, support, content, ladder": lambda c: (c["late"], -c["support"], not c["content"], c["h"], -c["w"]),
@@ -37,7 +63,7 @@ RANKINGS: dict[str, Key] = {
 }
 
 
-TOOL = "content, late, support, ladder, later winner"  # forensics.evidence.attribution.rank_key
+TOOL = "content, late, time weight, ladder, later winner"  # forensics.evidence.attribution.rank_key
 
 
 def aborts(paths: list[str]) -> list[dict]:
@@ -46,12 +72,16 @@ def aborts(paths: list[str]) -> list[dict]:
     for p in paths:
         for line in Path(p).read_text().splitlines():
             rec = json.loads(line)
-            for L in rec.get("losers", []):
+            # bench/differential.py: "losers", each with its "real"; bench/differential_spark.py: one "loser", "real" beside it
+            losers = rec.get("losers") or ([{**rec["loser"], "real": rec["real"], "kind": rec["spec"]["loser"]["kind"]}] if "loser" in rec else [])
+            for L in losers:
                 b = L.get("blame") or {}
-                if L["real"]["outcome"] != "abort" or L.get("real_winner") is None or not b.get("found") or b.get("shared_files"):
+                if L["real"].get("outcome") != "abort" or L.get("real_winner") is None or not b.get("found") or b.get("shared_files"):
                     continue
                 out.append({"features": b.get("features") or [], "want": (L["real_winner"], L["real"]["exception"]),
-                            "seed": rec.get("seed"), "index": rec.get("index"), "kind": L["kind"]})
+                            "text_winner": (L.get("explain_error") or {}).get("winningVersion"),
+                            "seed": rec.get("seed", rec["spec"].get("seed")), "index": rec.get("index", rec["spec"].get("index")),
+                            "kind": L.get("kind")})
     return out
 
 
@@ -61,7 +91,7 @@ def score(rows: list[dict], key: Key) -> dict:
     the first candidate names), over the candidates' distinct winners in rank order; and the first
     winner among the candidates that raise the engine's exception (what an error text tied to this
     attempt leaves)."""
-    first = among = first_w = among_w = first_e = 0
+    first = among = first_w = among_w = first_e = text_first = 0
     lengths, winner_lengths = [], []
     for r in rows:
         cands = sorted(r["features"], key=key)
@@ -76,6 +106,7 @@ def score(rows: list[dict], key: Key) -> dict:
         named = [w for w, e in got if e == r["want"][1]]
         first_e += bool(named) and named[0] == r["want"][0]
         among_w += r["want"][0] in winners
+        text_first += r.get("text_winner") == r["want"][0]
 
     def pct(k: int) -> float | None:
         return round(100 * k / n, 1) if n else None
@@ -89,6 +120,7 @@ def score(rows: list[dict], key: Key) -> dict:
             "median_length": statistics.median(lengths) if lengths else None, "p90_length": p90(lengths),
             "winner_first": first_w, "winner_first_pct": pct(first_w), "winner_among": among_w,
             "first_given_exception": first_e, "first_given_exception_pct": pct(first_e),
+            "text_with_table_first": text_first, "text_with_table_first_pct": pct(text_first),
             "winner_among_pct": pct(among_w),
             "winner_median_length": statistics.median(winner_lengths) if winner_lengths else None,
             "winner_p90_length": p90(winner_lengths)}
@@ -121,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
               f"length median {s['median_length']} p90 {s['p90_length']}; the winning version alone: first "
               f"{s['winner_first']} ({s['winner_first_pct']}%), among {s['winner_among']} ({s['winner_among_pct']}%), "
               f"distinct winners median {s['winner_median_length']} p90 {s['winner_p90_length']}; given the exception "
-              f"(an error text tied to this attempt) first {s['first_given_exception']} ({s['first_given_exception_pct']}%)")
+              f"(an error text tied to this attempt) first {s['first_given_exception']} ({s['first_given_exception_pct']}%); "
+              f"the run's explain-error given the text and the table first {s['text_with_table_first']} ({s['text_with_table_first_pct']}%)")
     return 0
 
 

@@ -612,7 +612,9 @@ def check_blame(losers: list[dict], t_default) -> None:
         cands = [(c.winning_version, c.exception) for c in att.candidates]
         # the ranking's inputs, so another ranking can be scored offline on the same records (calibration)
         feats = [{"w": c.winning_version, "e": c.exception, "content": c.from_content, "late": c.late, "h": c.hypothesis_rank,
-                  "support": c.support, "stale": c.stale, "reads": list(c.read_versions)} for c in att.candidates]
+                  "support": c.support, "stale": c.stale, "reads": list(c.read_versions),
+                  "weight": c.weight, "spans": [list(x) for x in c.spans] if c.spans is not None else None,
+                  "lag_ms": c.lag_ms} for c in att.candidates]
         b = {"found": True, "candidates": cands, "n": len(cands), "ambiguous": att.ambiguous,
              "first": bool(cands) and cands[0] == (want, exc), "among": (want, exc) in cands,
              "winner_first": bool(cands) and cands[0][0] == want,

@@ -106,3 +106,24 @@ def reingested_batch_loses(uri: str, so: dict[str, str] | None = None) -> Race:
     race.losers.append(Loser(3, "WRITE", "INSERT INTO t VALUES (12, 'ok'), (13, 'ok')", None, 4,
                              "ConcurrentDeleteReadException", _text(e), e))
     return race
+
+
+def append_waits_then_loses(uri: str, so: dict[str, str] | None = None, wait_s: float = 2.0) -> Race:
+    """Partitioned by date: three appends in quick succession (v0 2024-06-18, v1 2024-06-20, v2
+    2024-06-19); a job reads v2, and `wait_s` later an UPDATE of 2024-06-19 commits v3; the job's
+    append to 2024-06-19 then fails ("deleted data this operation read": a delta-rs append reads
+    the whole table). v2 was the newest version for seconds, v0 and v1 for milliseconds."""
+    import time
+
+    so = dict(so or {})
+    race = Race(uri, so)
+    for k, day in enumerate(("2024-06-18", "2024-06-20", "2024-06-19")):
+        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), day), mode="append", partition_by=["date"],
+                        storage_options=so)
+    job = DeltaTable(uri, storage_options=so)
+    time.sleep(wait_s)
+    DeltaTable(uri, storage_options=so).update(predicate="date = '2024-06-19'", updates={"status": "'checked'"})
+    e = _fails(lambda: write_deltalake(job, _rows([100, 101], "2024-06-19"), mode="append", storage_options=so))
+    race.losers.append(Loser(2, "INSERT", "INSERT INTO t VALUES (100, 'ok', '2024-06-19'), (101, 'ok', '2024-06-19')",
+                             "2024-06-19", 3, "ConcurrentDeleteReadException", _text(e), e))
+    return race

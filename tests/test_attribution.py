@@ -16,7 +16,7 @@ import pytest
 
 from forensics import Table
 from tests.helpers import as_cloned, run_cli
-from tests.races import Race, compaction_loses, reingested_batch_loses, two_partition_race
+from tests.races import Race, append_waits_then_loses, compaction_loses, reingested_batch_loses, two_partition_race
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import servers  # noqa: E402
@@ -120,6 +120,23 @@ def test_a_compaction_that_lost_is_read_from_its_rows(tmp_path):
     assert a.content.read_versions == (3, 3)
     assert (a.winning_version, a.likely_exception) == (4, "ConcurrentDeleteReadException"), a.why
     assert a.candidates[0].operation == "OPTIMIZE"
+
+
+def test_a_read_version_weighs_by_how_long_it_was_the_newest(tmp_path):
+    """A job read v2 and lost to an UPDATE two seconds later (v3); v0-v2 landed milliseconds apart.
+    Its files show new rows only, so every read version names its own winner: counted, reading v0
+    or v1 (beaten by v2) outnumbers reading v2. Weighed by how long each version was the newest
+    before the job's file, the engine's winner comes first, and the basis says why."""
+    race = append_waits_then_loses(str(tmp_path / "t"))
+    (L,) = race.losers
+    (a,) = Table(race.uri).evidence().attempts
+    first = a.candidates[0]
+    assert (first.winning_version, first.read_versions) == (L.winner, (L.read_version, L.read_version)), a.why
+    earlier = [c for c in a.candidates if c.winning_version == L.read_version]
+    assert earlier and earlier[0].support > first.support  # a count of read versions would have put it first
+    assert first.weight > earlier[0].weight
+    assert any("newest before its first file" in b for b in a.attribution.basis), a.attribution.basis
+    assert (L.winner, L.exception) in [(c.winning_version, c.exception) for c in a.candidates]
 
 
 def test_rows_equal_to_old_ones_do_not_bound_what_it_read(tmp_path):

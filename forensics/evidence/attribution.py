@@ -15,6 +15,7 @@ more than one survives. Computed once per table version (forensics.Table caches 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,9 @@ class Candidate:
     late: bool = False  # the winner landed after the attempt's last file
     hypothesis_rank: int = 0  # the hypothesis's place in the ladder (0: the most likely)
     stale: bool = False  # only read versions older than the table's slowest transaction suggests give it
+    weight: float | None = None  # the time prior's weight of its read versions (None: file times not trusted)
+    spans: tuple[tuple[int, int, int], ...] | None = None  # (read version, shortest, longest ms from a start then to the first file)
+    lag_ms: int | None = None  # a late winner: how long after the attempt's last file it landed
 
     def to_dict(self) -> dict[str, Any]:
         return {"readVersions": list(self.read_versions), "winningVersion": self.winning_version, "exception": self.exception,
@@ -100,6 +104,11 @@ def _per_log(log: DeltaLog, name: str, compute: Any) -> Any:
     if name not in memo:
         memo[name] = compute(log)
     return memo[name]
+
+
+def _commit_ms(log: DeltaLog) -> dict[int, int | None]:
+    """Each commit's timestamp (ms), once per opened log."""
+    return _per_log(log, "commit_ms", lambda lg: dict(lg.commits.select(["version", "timestamp"]).iter_rows()))
 
 
 def _app_since(log: DeltaLog) -> dict[str, tuple[int, bool]]:
@@ -198,10 +207,13 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
               writer: str, rules: str | None, until: int, reading: "ContentReading | None" = None,
               facts: Any = None, report: "ErrorReport | None" = None, retry: int | None = None,
               rewrote_a_file: bool = False, allowed: frozenset[int] | None = None,
-              late_after: int | None = None, fresh_from: int | None = None) -> Attribution:
+              late_after: int | None = None, fresh_from: int | None = None,
+              spans: dict[int, tuple[int, int]] | None = None) -> Attribution:
     """Replay every hypothesis at every allowed read version against the winners up to `until`;
     group what aborts by (winner, exception, rule), rank. Read versions below `fresh_from` (older
-    than the table's slowest transaction suggests) are tried too, and what only they give ranks last."""
+    than the table's slowest transaction suggests) are tried too, and what only they give ranks last.
+    `spans` (file times trusted): per read version, how long before its first file a job that read
+    it started; they weigh the read versions (`time_weight`)."""
     lo, hi = read_range
     rs = [r for r in range(hi, lo - 1, -1) if allowed is None or r in allowed][:MAX_READ_VERSIONS]
     since = _app_since(log)
@@ -248,8 +260,13 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
     # after writing), but less often than one that landed before: it ranks after those.
     for d in found.values():
         d["late"] = late_after is not None and d["r"].winning_version > late_after
+        landed = _commit_ms(log).get(d["r"].winning_version)
+        d["lag_ms"] = max(0, landed - attempt.last_seen) if d["late"] and landed is not None and attempt.last_seen is not None else None
         d["stale"] = not fresh(d["reads"])
         d["support"] = len(fresh(d["reads"]) or d["reads"])
+        counted = sorted(fresh(d["reads"]) or d["reads"])
+        d["spans"] = tuple((R, *spans.get(R, (0, 0))) for R in counted) if spans is not None else None
+        d["weight"] = time_weight(d["spans"]) if d["spans"] is not None else None
     ordered = sorted(found.values(), key=rank_key)
     cands = []
     for rank, d in enumerate(ordered, 1):
@@ -259,20 +276,34 @@ def attribute(log: DeltaLog, state: StateIndex, attempt: "Attempt", *, read_rang
         cands.append(Candidate(reads, r.winning_version, r.exception, r.rule, h.label, h.operation, rank,
                                f"if it {h.label} at {at}, the {r.profile} rules abort it with {r.exception} against "
                                f"v{r.winning_version} ({r.why})", r.partition, r.file, d["content"], h.predicate, h.app_id,
-                               d["support"], d["late"], d["h_idx"], d["stale"]))
+                               d["support"], d["late"], d["h_idx"], d["stale"], d["weight"], d["spans"], d["lag_ms"]))
     return Attribution(cands, list(basis), (lo, hi), tried)
 
 
 def rank_key(d: dict[str, Any]) -> tuple:
     """RANKING: answers that need a read older than the table's slowest transaction suggests last;
     then what the files show first, winners that landed before the last file before those after it,
-    an app's first commit beating its twin after the others, the answer more read versions give (the
-    attempt's start is unknown: each read version is as likely), the ladder's order of hypotheses,
-    then the later winner. Chosen among the orderings of bench/calibrate_blame.py on differential
-    runs (FIDELITY.md "Blame"); the twin and stale terms from live delta-spark races, which
-    calibrate_blame's recorded features do not carry."""
-    return (d.get("stale", False), not d["content"], d["late"], d.get("twin", False), -d.get("support", len(d["reads"])),
-            d["h_idx"], -d["r"].winning_version)
+    an app's first commit beating its twin after the others, the answer its read versions make
+    likelier (`time_weight` where file times are trusted, else how many read versions give it), the
+    ladder's order of hypotheses, then the later winner. Chosen among the orderings of
+    bench/calibrate_blame.py on differential runs (FIDELITY.md "Blame"); the twin and stale terms
+    from live delta-spark races, which calibrate_blame's recorded features do not carry."""
+    weight = d.get("weight")
+    return (d.get("stale", False), not d["content"], d["late"], d.get("twin", False),
+            -(weight if weight is not None else d.get("support", len(d["reads"]))), d["h_idx"], -d["r"].winning_version)
+
+
+JOB_SCALE_MS = 1000  # below about a second, every duration of a job is taken as equally likely
+
+
+def time_weight(spans: tuple[tuple[int, int, int], ...]) -> float:
+    """How likely the job read one of these versions, from when each was the newest: a job that read
+    R started while R was the newest version, so it ran between `shortest` and `longest` ms before its
+    first file. How long jobs run is unknown across orders of magnitude (a second to hours), so each
+    order is taken as equally likely (a log-uniform prior on the duration, flat below a second): R's
+    weight is log((longest + 1 s) / (shortest + 1 s)). A version that was the newest for a long time
+    weighs more, and one read hours before the files less than one read just before them."""
+    return sum(math.log((hi + JOB_SCALE_MS) / (lo + JOB_SCALE_MS)) for _, lo, hi in spans)
 
 
 def _fits_text(report: "ErrorReport", r: Any, log: DeltaLog) -> bool:
@@ -345,10 +376,16 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
     rewrote = bounds is not None and any("holds rows of" in w for w in bounds.why)
     lo = max(lo, 0)
 
+    spans = _start_spans(log, attempt, lo, hi) if clock.trusted and read_version is None else None
+    if spans is not None and len(spans) > 1:
+        basis.append("each read version weighs by how long it was the newest before its first file (a job that read it "
+                     "started then; its duration taken as equally likely at every scale above a second)")
+
     def run(upto: int):
         return attribute(log, state, attempt, read_range=(lo, min(hi, upto)), basis=basis, writer=writer, rules=rules,
                          until=upto, reading=reading, facts=facts, report=report, retry=retry, rewrote_a_file=rewrote,
-                         allowed=allowed, late_after=until if upto > until else None, fresh_from=fresh_from)
+                         allowed=allowed, late_after=until if upto > until else None, fresh_from=fresh_from,
+                         spans=spans)
 
     # A job commits after writing its files: commits that landed just after its last file can still
     # have beaten it (ranked after those that landed before).
@@ -382,6 +419,20 @@ def replay_attempt(log: DeltaLog, state: StateIndex, attempt: Attempt, clock: Cl
               if att.ambiguous else "")
     less = f"; hypotheses reading less ({'; '.join(att.tried)}) commit in the same window" if att.tried else ""
     attempt.why = f"inferred: {first.why}{less}{others}. Window: {'; '.join(att.basis)}."
+
+
+def _start_spans(log: DeltaLog, attempt: Attempt, lo: int, hi: int) -> dict[int, tuple[int, int]]:
+    """Per read version R in lo..hi: (shortest, longest) ms from the job's start to its first file
+    had it read R (it started while R was the newest version). Whole-second file times (object
+    stores) may be up to 999 ms early."""
+    ts = _commit_ms(log)
+    start_by = attempt.first_seen + (999 if attempt.first_seen % 1000 == 0 and attempt.last_seen % 1000 == 0 else 0)
+    out = {}
+    for R in range(lo, hi + 1):
+        if ts.get(R) is not None:
+            nxt = ts.get(R + 1)
+            out[R] = (max(0, start_by - (start_by if nxt is None else nxt)), max(0, start_by - ts[R]))
+    return out
 
 
 def same_rule(a: str | None, b: str | None) -> bool:

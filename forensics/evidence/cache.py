@@ -22,7 +22,7 @@ from forensics.evidence.attribution import Attribution, Candidate
 from forensics.evidence.content import ContentReading
 from forensics.log.delta_log import DeltaLog
 
-FORMAT = 3  # 2: partition columns are no row key; an app's first commit can beat its twin; 3: stale reads rank last
+FORMAT = 4  # 2: partition columns are no row key; an app's first commit can beat its twin; 3: stale reads rank last; 4: read versions weighed by time
 _FIELDS = ("concurrent_versions", "landed_after", "likely_exception", "winning_version", "rule", "hypothesis", "operation",
            "read_version", "partition", "file", "why", "retry_version", "tried")
 
