@@ -102,3 +102,25 @@ def test_a_large_copy_in_two_processes_gives_the_same_rows(sample_logs, spark, m
     monkeypatch.setattr(bundle, "PARALLEL_MIN_FILES", 2)
     two = reader.read_commit_files(spark, files)
     assert (_rows(two.actions), _rows(two.others)) == (_rows(one.actions), _rows(one.others))
+
+
+def test_a_script_without_a_main_guard_runs_once(sample_logs, tmp_path):
+    """The copy's helper processes must not run the caller's script again: multiprocessing's spawn
+    imports the main module, and a script without `if __name__ == "__main__"` then ran twice (a
+    second Spark session) and the read failed."""
+    import subprocess
+    import sys
+
+    script, runs = tmp_path / "look.py", tmp_path / "runs.txt"
+    table = str(sample_logs / "busy" / "table")
+    script.write_text(
+        "import forensics.log.bundle as b\n"
+        "b.PARALLEL_MIN_FILES = 2\n"
+        f"open({str(runs)!r}, 'a').write('run\\n')\n"
+        "from forensics import Table\n"
+        f"print(Table({table!r}, use_cache=False).history().height)\n")
+    env = {**os.environ, "DELTA_FORENSICS_ENGINE": "off"}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert runs.read_text() == "run\n"
+    assert int(done.stdout.split()[-1]) == len(list((sample_logs / "busy" / "table" / "_delta_log").glob("*.json")))

@@ -279,3 +279,13 @@ def test_only_get_list_and_head_requests_reach_the_store(proxy, s3_server, sampl
             assert json.loads(out)
     assert set(proxy.counts) == {"GET", "LIST", "HEAD"}, proxy.counts
     assert sum(proxy.counts.values()) == len(proxy.log) > 10
+
+
+def test_exit_codes_page_lists_each_code_once():
+    """docs/exit-codes.md is the one table: every ExitCode in it exactly once, in order, nothing else."""
+    import re
+
+    from forensics.errors import ExitCode
+
+    rows = re.findall(r"^\| (\d+) \|", (REPO / "docs" / "exit-codes.md").read_text(), re.M)
+    assert [int(r) for r in rows] == [int(c) for c in ExitCode]

@@ -62,19 +62,39 @@ def _write(out: Path, files: Sequence[LogFile], versions: dict[str, int]) -> Non
     if procs == 1:
         failed = _write_part(str(out), "a", work)
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
         step = -(-len(work) // procs)
-        # spawn, not fork: this process runs py4j's threads and a JVM child.
-        with ProcessPoolExecutor(procs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_write_part, [str(out)] * procs, "abcdefgh"[:procs],
-                                    [work[i:i + step] for i in range(0, len(work), step)]))
-        failed = next((r for r in results if r is not None), None)
+        failed = _in_workers(out, [work[i:i + step] for i in range(0, len(work), step)])
     if failed is not None:
         name, version, why = failed
         # Gone since the listing (log cleanup ran) or not readable: the one file named, nothing kept.
         raise ForensicsError(ExitCode.UNREADABLE, f"commit file could not be read: {why}", file=f"_delta_log/{name}", version=version)
+
+
+def _in_workers(out: Path, slices: list[list[tuple[str, str, int]]]) -> tuple[str, int, str] | None:
+    """Each slice copied by a `python -m forensics.log.bundle` of its own. Not multiprocessing: its
+    spawn imports the caller's main module again, and a script without a `__main__` guard would
+    run twice (a second Spark session) or fail. The slices go through files in `out`'s parent."""
+    import json
+    import subprocess
+    import sys
+
+    jobs = []
+    for tag, work in zip("abcdefgh", slices):
+        spec = out.parent / f".{out.name}-{tag}.json"
+        spec.write_text(json.dumps(work), encoding="utf-8")
+        jobs.append((spec, subprocess.Popen([sys.executable, "-m", "forensics.log.bundle", str(out), tag, str(spec)],
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    failed = None
+    for spec, proc in jobs:
+        stdout, stderr = proc.communicate()
+        spec.unlink(missing_ok=True)
+        if proc.returncode != 0:
+            last = (stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
+            raise OSError(f"copying the commit files for Spark failed: {last}")  # as a failed write in this process would
+        if failed is None and stdout.strip():
+            name, version, why = json.loads(stdout)
+            failed = (name, version, why)
+    return failed
 
 
 def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[str, int, str] | None:
@@ -99,3 +119,13 @@ def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[s
     finally:
         sink.close()
     return None
+
+
+if __name__ == "__main__":  # python -m forensics.log.bundle OUT TAG WORK.json (_in_workers)
+    import json
+    import sys
+
+    _out, _tag, _spec = sys.argv[1:4]
+    _failed = _write_part(_out, _tag, [tuple(w) for w in json.loads(Path(_spec).read_text(encoding="utf-8"))])
+    if _failed is not None:
+        print(json.dumps(list(_failed)))
