@@ -127,3 +127,22 @@ def append_waits_then_loses(uri: str, so: dict[str, str] | None = None, wait_s: 
     race.losers.append(Loser(2, "INSERT", "INSERT INTO t VALUES (100, 'ok', '2024-06-19'), (101, 'ok', '2024-06-19')",
                              "2024-06-19", 3, "ConcurrentDeleteReadException", _text(e), e))
     return race
+
+
+def update_broader_than_its_rows_loses(uri: str, so: dict[str, str] | None = None) -> Race:
+    """Partitioned by date: v0 ids 0-9 on 2024-06-18, v1 ids 10-19 on 2024-06-19, v2 ids 20-29 on
+    2024-06-20. Two handles read v2: an overwrite of 2024-06-18 (ids 27, 71) commits v3; an UPDATE of
+    `date = '2024-06-20' OR id < 15` fails: v3 removed files it read, and its new rows are not ones
+    the UPDATE's condition matches ("deleted data this operation read")."""
+    so = dict(so or {})
+    race = Race(uri, so)
+    for k, day in enumerate(("2024-06-18", "2024-06-19", "2024-06-20")):
+        write_deltalake(uri, _rows(list(range(k * 10, k * 10 + 10)), day), mode="append", partition_by=["date"],
+                        storage_options=so)
+    a, b = DeltaTable(uri, storage_options=so), DeltaTable(uri, storage_options=so)
+    write_deltalake(a, _rows([27, 71], "2024-06-18"), mode="overwrite", predicate="date = '2024-06-18'", storage_options=so)
+    cond = "date = '2024-06-20' OR id < 15"
+    e = _fails(lambda: b.update(predicate=cond, updates={"status": "'checked'"}))
+    race.losers.append(Loser(2, "UPDATE", f"UPDATE t SET status = 'checked' WHERE {cond}", None, 3,
+                             "ConcurrentDeleteReadException", _text(e), e))
+    return race

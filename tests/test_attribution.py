@@ -16,7 +16,8 @@ import pytest
 
 from forensics import Table
 from tests.helpers import as_cloned, run_cli
-from tests.races import Race, append_waits_then_loses, compaction_loses, reingested_batch_loses, two_partition_race
+from tests.races import (Race, append_waits_then_loses, compaction_loses, reingested_batch_loses, two_partition_race,
+                         update_broader_than_its_rows_loses)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import servers  # noqa: E402
@@ -137,6 +138,20 @@ def test_a_read_version_weighs_by_how_long_it_was_the_newest(tmp_path):
     assert first.weight > earlier[0].weight
     assert any("newest before its first file" in b for b in a.attribution.basis), a.attribution.basis
     assert (L.winner, L.exception) in [(c.winning_version, c.exception) for c in a.candidates]
+
+
+def test_the_rows_an_update_touched_bound_its_condition_per_partition(tmp_path):
+    """An UPDATE of `date = '2024-06-20' OR id < 15` touched ids 0-14 and 20-29; the winner wrote id
+    27 into 2024-06-18. One range over all touched ids (0..29) would match it and replay a
+    ConcurrentAppend; a range per partition does not, and the engine's DeleteRead comes first."""
+    race = update_broader_than_its_rows_loses(str(tmp_path / "t"))
+    (L,) = race.losers
+    (a,) = Table(race.uri).evidence().attempts
+    assert a.content.kind == "update" and " OR " in a.content.predicate, a.content
+    first = a.candidates[0]
+    assert (first.winning_version, first.exception) == (L.winner, L.exception), a.why
+    got = Table(race.uri).explain_error(L.text)
+    assert got.winning_version == L.winner, got
 
 
 def test_rows_equal_to_old_ones_do_not_bound_what_it_read(tmp_path):

@@ -349,8 +349,8 @@ def _compare(orphan: pl.DataFrame, cols: list[str], sources: list[tuple[dict, pl
             "update": f"the {src_rows} rows of {n} committed file(s) (matched on {', '.join(key)}), {changed} with other values: an UPDATE's rewrite",
             "merge": f"{matched} rows of {n} committed file(s) ({changed} changed, {dropped} left out) and {new} new: a MERGE's rewrite"}[kind]
     when = f"v{lo}..v{hi}" if hi < 2**62 - 1 else f"v{lo} or later"
-    pred = _touched_predicate(pl.concat([by_path[p][1] for p in sorted(live)], how="vertical_relaxed"), cols, key, o_set, o_full,
-                              o_key) if kind in ("delete", "update", "merge") else None
+    pred = _touched_by_partition(by_path, sorted(live), partition_columns, cols, key, o_set, o_full,
+                                 o_key) if kind in ("delete", "update", "merge") else None
     again = f"; v{rerun_version} wrote exactly its rows again (a re-run)" if rerun_version is not None else ""
     return replace(_reading(kind, writer, created_by, codec, tuple(sorted(live)), (lo, hi),
                             f"its {orphan.height} rows are {what}; those files were all live at {when}{again}", pred),
@@ -379,17 +379,53 @@ def _touched_predicate(src: pl.DataFrame, cols: list[str], key: list[str], o_set
                        o_key: pl.Series | None) -> str | None:
     """The source rows the attempt deleted or changed, as `col IN (...)` on a column unique in its
     sources (an id): the condition its rows show, built from its own files only."""
-    from forensics.evidence.hypotheses import _ident
+    touched = _touched_rows(src, cols, key, o_set, o_key)
+    return _rows_condition(src, touched, cols, key) if touched.height else None
 
+
+def _touched_by_partition(by_path: dict[str, tuple[Any, pl.DataFrame]], live: list[str], partition_columns: frozenset[str],
+                          cols: list[str], key: list[str], o_set: set, o_full: pl.Series, o_key: pl.Series | None) -> str | None:
+    """`_touched_predicate` per partition of the files it rewrote, OR-ed: a range per partition is
+    tighter than one over all of them (ids 0-9 in `a` and 20-29 in `c` touched: a winner's new id 27
+    in `a` is no row it read; one `id BETWEEN 0 AND 29` would say it is)."""
+    from forensics.evidence.attempts import partition_of
+    from forensics.evidence.hypotheses import partition_predicate
+
+    whole = pl.concat([by_path[p][1] for p in live], how="vertical_relaxed")
+    groups: dict[tuple, list[str]] = {}
+    for p in live:
+        groups.setdefault(tuple(sorted(partition_of(p, tuple(sorted(partition_columns))).items(), key=str)), []).append(p)
+    if len(groups) < 2:
+        return _touched_predicate(whole, cols, key, o_set, o_full, o_key)
+    terms = []
+    for pv, paths in sorted(groups.items(), key=str):
+        src = pl.concat([by_path[p][1] for p in paths], how="vertical_relaxed")
+        touched = _touched_rows(src, cols, key, o_set, o_key)
+        if touched.height == 0:
+            continue
+        cond, part = _rows_condition(src, touched, cols, key), partition_predicate([dict(pv)])
+        if cond is None or part is None:
+            return _touched_predicate(whole, cols, key, o_set, o_full, o_key)
+        terms.append(f"{part} AND {cond}")
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else " OR ".join(f"({t})" for t in terms)
+
+
+def _touched_rows(src: pl.DataFrame, cols: list[str], key: list[str], o_set: set, o_key: pl.Series | None) -> pl.DataFrame:
+    """The rows of `src` the attempt deleted or changed (not among its own rows as they were)."""
     gone = ~_hashes(src, cols).is_in(list(o_set))
     if o_key is not None and key:
         changed = _hashes(src, key).is_in(list(set(o_key.to_list()))) & gone
         deleted = gone & ~_hashes(src, key).is_in(list(set(o_key.to_list())))
-        touched = src.filter(changed | deleted)
-    else:
-        touched = src.filter(gone)
-    if touched.height == 0:
-        return None
+        return src.filter(changed | deleted)
+    return src.filter(gone)
+
+
+def _rows_condition(src: pl.DataFrame, touched: pl.DataFrame, cols: list[str], key: list[str]) -> str | None:
+    """`touched` as a condition on a column unique in `src`: `=`, `IN (...)`, or a range."""
+    from forensics.evidence.hypotheses import _ident
+
     for c in (key or []) + [c for c in cols if c not in key]:
         if src[c].n_unique() < KEY_DISTINCT * src.height or src[c].null_count():
             continue
