@@ -73,28 +73,28 @@ def _write(out: Path, files: Sequence[LogFile], versions: dict[str, int]) -> Non
 def _in_workers(out: Path, slices: list[list[tuple[str, str, int]]]) -> tuple[str, int, str] | None:
     """Each slice copied by a `python -m forensics.log.bundle` of its own. Not multiprocessing: its
     spawn imports the caller's main module again, and a script without a `__main__` guard would
-    run twice (a second Spark session) or fail. The slices go through files in `out`'s parent."""
+    run twice (a second Spark session) or fail. Each slice goes through a hidden file in `out`
+    (Spark's file index skips names starting with "."); every worker is waited for before any
+    failure is raised, so none writes into a directory being removed."""
     import json
     import subprocess
     import sys
 
     jobs = []
     for tag, work in zip("abcdefgh", slices):
-        spec = out.parent / f".{out.name}-{tag}.json"
+        spec = out / f".work-{tag}.json"
         spec.write_text(json.dumps(work), encoding="utf-8")
         jobs.append((spec, subprocess.Popen([sys.executable, "-m", "forensics.log.bundle", str(out), tag, str(spec)],
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
-    failed = None
-    for spec, proc in jobs:
-        stdout, stderr = proc.communicate()
+    done = [(proc.communicate(), proc.returncode) for _, proc in jobs]
+    for spec, _ in jobs:
         spec.unlink(missing_ok=True)
-        if proc.returncode != 0:
+    for (stdout, stderr), code in done:
+        if code != 0:
             last = (stderr.decode("utf-8", "replace").strip().splitlines() or ["no output"])[-1]
             raise OSError(f"copying the commit files for Spark failed: {last}")  # as a failed write in this process would
-        if failed is None and stdout.strip():
-            name, version, why = json.loads(stdout)
-            failed = (name, version, why)
-    return failed
+    failed = [json.loads(stdout) for (stdout, _), _ in done if stdout.strip()]
+    return tuple(failed[0]) if failed else None
 
 
 def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[str, int, str] | None:
