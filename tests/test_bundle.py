@@ -29,6 +29,7 @@ _LINES = st.sampled_from([
     b'{"txn":{"appId":"a","version":1}}\r{"txn":{"appId":"b","version":2}}',  # a lone "\r" is no line break
     b"", b"   ", b"\t", b"\r", b"garbage \xff\xfe not utf-8",
     b'{"commitInfo":{"operation":"caf\xc3\xa9 \xe2\x80\x94 ok"}}',
+    b'{"commitInfo":{"operation":"valid UTF-8 holding U+FFFD: \xef\xbf\xbd"}}',
 ])
 
 
@@ -73,6 +74,41 @@ def test_a_sample_log_reads_the_same_both_ways_and_the_scratch_is_gone(sample_lo
     assert bundled == whole
     root = spill.scratch_root()
     assert not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")] if root.exists() else True
+
+
+@given(st.binary(max_size=64) | st.text(max_size=16).map(lambda t: t.encode("utf-8")))
+def test_the_copy_knows_which_bytes_can_decode_to_u_fffd(data):
+    """The reader leaves its per-line search for U+FFFD out only when the copy says no file can
+    hold it: exactly the bytes whose decoding (invalid bytes replaced) contains the character."""
+    from forensics.log.bundle import may_hold_fffd
+
+    assert may_hold_fffd(data) == ("\ufffd" in data.decode("utf-8", "replace"))
+
+
+def test_a_log_with_no_u_fffd_is_read_without_searching_for_it(tmp_path, spark, monkeypatch):
+    """ASCII and valid UTF-8 commits skip the search and still give the rows of the whole-file read;
+    one file that holds U+FFFD brings the search back and its line is reported."""
+    from forensics.log import bundle
+
+    seen: list[bool] = []
+    real = reader._parsed  # noqa: SLF001
+
+    def spy(lines, check_fffd=True):
+        seen.append(check_fffd)
+        return real(lines, check_fffd)
+
+    monkeypatch.setattr(reader, "_parsed", spy)
+    clean = [[b'{"commitInfo":{"operation":"caf\xc3\xa9"}}', b'{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}']]
+    files = _write_log(tmp_path / "clean", clean, [True])
+    bundled, whole = _both(spark, files, monkeypatch)
+    assert bundled == whole and seen == [False, True]  # the bundle skipped it; the whole-file read (cluster) never does
+    seen.clear()
+    files = _write_log(tmp_path / "fffd", clean + [[b'{"commitInfo":{"operation":"x\xff"}}']], [True, True])
+    bundled, whole = _both(spark, files, monkeypatch)
+    assert bundled == whole and seen == [True, True]
+    kinds = bundled[1].to_pylist()
+    assert [r["kind"] for r in kinds if r["version"] == 1] == ["corrupt"]
+    assert bundle.may_hold_fffd(b"x\xff")
 
 
 @pytest.mark.parametrize("processes", [1, 2])

@@ -171,6 +171,30 @@ def test_engine_answers_as_in_process(shared_cache, argv):
 
 
 @pytest.mark.slow
+def test_an_answer_of_many_frames_arrives_whole(shared_cache, tmp_path):
+    """An answer larger than one output frame (forensics/engine/protocol.py) comes back in several,
+    byte for byte, in order: a commit whose userMetadata alone is 5 MB, non-ASCII text included."""
+    from forensics.engine.protocol import OUTPUT_FRAME_BYTES
+
+    table = tmp_path / "long-answer"
+    (table / "_delta_log").mkdir(parents=True)
+    note = "".join(f"{i:07d}é€ " for i in range(500_000))
+    lines = [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+             {"metaData": {"id": "m", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [],
+                           "schemaString": '{"type":"struct","fields":[]}', "configuration": {}}},
+             {"commitInfo": {"timestamp": 1718870000000, "operation": "WRITE", "userMetadata": note}}]
+    (table / "_delta_log" / f"{0:020d}.json").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    env = _env(shared_cache)
+    argv = ["history", str(table), "--json"]
+    local = run(argv + ["--no-engine"], env)
+    assert local[0] == 0 and len(local[1].encode()) > 2 * OUTPUT_FRAME_BYTES
+    served = _served(env) if _engine_pid(env) else 0
+    _same(run(argv + ["--no-cache"], env), run(argv + ["--no-cache", "--no-engine"], env))
+    assert _served(env) == served + 1  # the engine answered
+    assert json.loads(local[1])[0]["userMetadata"] == note
+
+
+@pytest.mark.slow
 def test_engine_reads_afresh_with_spark_and_keeps_no_state_between_requests(shared_cache):
     """--no-cache makes the engine's own Spark session parse the log; a --utc run changes nothing
     for the next run; the client's zone and terminal width travel with each request."""

@@ -10,7 +10,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from forensics import safe
-from forensics.cli.columns import Col, console, fit_table, wrapped
+from forensics.cli.columns import Col, console, fit_table, print_fit, wrapped
 from forensics.model import Snapshot
 from forensics.times import fmt_duration, fmt_time, utc_default
 
@@ -18,7 +18,8 @@ VERDICT_STYLE = {"clean": "green", "reordered": "yellow", "anomaly": "bold red",
 
 
 def print_renderable(r: RenderableType) -> None:
-    console().print(r)
+    """Print to stdout; a large fit_table's rows are written by print_fit, not laid out by Rich's Table."""
+    print_fit(r, console())
 
 
 def print_lines(lines: list[tuple[str, str]]) -> None:
@@ -69,26 +70,40 @@ HISTORY_COLUMNS = (
 
 def history_table(rows: list[dict[str, Any]], title: str = "", utc: bool | None = None, width: int | None = None) -> RenderableType:
     """One row per version; on a narrow terminal readVersion, isolation, engine and user give way
-    (in that order, from the last) to version, time, operation, blind, +add/-rm and partitions."""
+    (in that order, from the last) to version, time, operation, blind, +add/-rm and partitions.
+    Cells are inert strings (fit_table never reads one as markup), each distinct value made inert
+    once: a long log repeats a few operations, isolation levels, engines and users."""
+    utc = utc_default() if utc is None else utc
+    seen: dict[tuple[Any, int], str] = {}
+
+    def inert(v: Any, n: int) -> str:
+        if not isinstance(v, str):  # a log may hold any JSON value here
+            return safe.inert(v, n)
+        got = seen.get((v, n))
+        if got is None:
+            got = seen[(v, n)] = safe.inert(v, n)
+        return got
+
     cells = []
     for r in rows:
         parts = r.get("partitionsTouched") or []
         # one partition a line: a narrow column never splits a partition value
-        plines = [safe.inert(",".join(f"{k}={v}" for k, v in p.items()), 60) for p in parts[:3]]
+        plines = [inert(",".join(f"{k}={v}" for k, v in p.items()), 60) for p in parts[:3]]
         plines += [f"+{len(parts) - 3} more"] if len(parts) > 3 else []
-        stale = r.get("readVersion") is not None and r["readVersion"] < r["version"] - 1
+        read = "" if r.get("readVersion") is None else str(r["readVersion"])
+        stale = bool(read) and r["readVersion"] < r["version"] - 1
         cells.append((
             str(r["version"]),
-            fmt_time(r.get("timestamp"), utc_default() if utc is None else utc),
-            safe.text(r.get("operation") or "—", max_len=40),
-            Text(str(r["readVersion"]) if r.get("readVersion") is not None else "", style="yellow" if stale else ""),
-            safe.text(r.get("isolationLevel") or "", max_len=20),
+            fmt_time(r.get("timestamp"), utc),
+            inert(r.get("operation") or "—", 40),
+            Text(read, style="yellow") if stale else read,
+            inert(r.get("isolationLevel") or "", 20),
             _b(r.get("isBlindAppend")),
             str(r.get("numAddFiles", "")),
             str(r.get("numRemoveFiles", "")),
-            Text("\n".join(plines)),
-            safe.text(r.get("engineInfo") or "", max_len=40),
-            safe.text(r.get("userName") or "", max_len=24),
+            "\n".join(plines),
+            inert(r.get("engineInfo") or "", 40),
+            inert(r.get("userName") or "", 24),
         ))
     return fit_table(HISTORY_COLUMNS, cells, width, title=Text(safe.inert(title, 300), style="italic") if title else None)
 

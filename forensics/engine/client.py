@@ -184,6 +184,7 @@ def ask(place: places.EnginePlace, request: Request, *, on_accept: Callable[[int
         if on_accept is not None:
             on_accept(int(first.get("pid", 0)))
         sock.settimeout(SILENCE_S)
+        output = Output()  # held until the answer is whole: an engine lost mid-answer is re-run in-process
         while True:
             try:
                 message = receive(sock)
@@ -192,9 +193,12 @@ def ask(place: places.EnginePlace, request: Request, *, on_accept: Callable[[int
             status = message.get("status")
             if status == "working":
                 continue
+            if status == "output":
+                output.chunks += Output.from_wire(message.get("output", [])).chunks
+                continue
             if status == "done":
-                return Reply("done", code=int(message.get("code", 0)), output=Output.from_wire(message.get("output", [])),
-                             why=str(message.get("why") or ""))
+                output.chunks += Output.from_wire(message.get("output", [])).chunks
+                return Reply("done", code=int(message.get("code", 0)), output=output, why=str(message.get("why") or ""))
             return Reply("declined", why=str(message.get("why", "")))
     finally:
         sock.close()

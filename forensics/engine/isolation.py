@@ -37,9 +37,9 @@ class Capture:
             return
         chunks = self.output.chunks
         if chunks and chunks[-1][0] == fd:
-            chunks[-1] = (fd, chunks[-1][1] + data)
+            chunks[-1][1].extend(data)  # type: ignore[union-attr] - a bytearray: grows in place, not copied per write
         else:
-            chunks.append((fd, data))
+            chunks.append((fd, bytearray(data)))
 
     def write(self, fd: int, text: str) -> None:
         self.write_bytes(fd, text.encode(self.encoding[fd], self.errors[fd]))

@@ -206,7 +206,13 @@ class Engine:
             finished()
             return
         finished()
-        send(conn, result)
+        output = result.pop("output", None)
+        try:
+            for frame in (output.frames() if output is not None else ()):
+                send(conn, frame)
+            send(conn, result)
+        except OSError:
+            pass  # the client left before its answer: nothing to answer
         gc.collect()  # what the command left behind, after its client has its answer
 
     def _run(self, request: Request) -> dict[str, Any]:
@@ -216,7 +222,7 @@ class Engine:
             if request.op == "warm":
                 with isolated(request, self.base_env) as capture:
                     code, why = _warm()
-                return {"status": "done", "code": code, "why": why, "output": capture.output.to_wire()}
+                return {"status": "done", "code": code, "why": why, "output": capture.output}
             started = time.perf_counter()
             restore = _take_runtime_conf(request.runtime_conf)
             if restore is None:
@@ -236,7 +242,7 @@ class Engine:
             with self.state_lock:  # answered here (a declined command is its client's to run)
                 self.served += 1
                 self.last_run_s = round(time.perf_counter() - started, 4)
-            return {"status": "done", "code": int(code), "output": capture.output.to_wire()}
+            return {"status": "done", "code": int(code), "output": capture.output}
 
 
 def _decline_heap(need: Any, limit: int) -> None:

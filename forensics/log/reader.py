@@ -141,8 +141,8 @@ _JVM_GONE = ("Connection refused", "Error while sending or receiving", "Answer f
 def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int], n_bytes: int,
                        local: bool) -> pa.Table:
     if local:
-        with bundled(files, versions) as where:
-            return _collect(spark, _bundle_lines(spark, where), n_bytes)
+        with bundled(files, versions) as bundle:
+            return _collect(spark, _bundle_lines(spark, bundle.uri), n_bytes, check_fffd=bundle.may_hold_fffd)
     raw, wanted = _file_texts(spark, files, versions)
     tbl = _collect(spark, _split_lines(raw), n_bytes)
     if wanted is not None:
@@ -152,12 +152,12 @@ def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str,
     return tbl
 
 
-def _collect(spark: Any, lines: Any, n_bytes: int) -> pa.Table:
+def _collect(spark: Any, lines: Any, n_bytes: int, *, check_fffd: bool = True) -> pa.Table:
     """Parse (version, line, text) rows into the combined table, collected as Arrow."""
-    return collect_arrow(_parsed(lines), _COMBINED, n_bytes)
+    return collect_arrow(_parsed(lines, check_fffd), _COMBINED, n_bytes)
 
 
-def _parsed(lines: Any) -> Any:
+def _parsed(lines: Any, check_fffd: bool = True) -> Any:
     """(version, line, text) rows into the combined rows (`_COMBINED`), one per action of a line."""
     import pyspark.sql.functions as F
 
@@ -171,7 +171,7 @@ def _parsed(lines: Any) -> Any:
         F.from_json("text", ACTION_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias("a"),
         F.expr("json_object_keys(text)").alias("keys"),
     )
-    return _rows(parsed).select(*_COMBINED)
+    return _rows(parsed, check_fffd).select(*_COMBINED)
 
 
 def _split_lines(raw: Any) -> Any:
@@ -343,13 +343,17 @@ _KIND_CASES = ("commitInfo", "metaData", "protocol", "txn", "domainMetadata", "c
 
 # Which kind of non-file action a line holds. Bytes that are not UTF-8 (decoded as U+FFFD) are
 # reported even when Jackson parsed the line and ignored what trails it; like any broken line it
-# is skipped (forensics/log/sanity.py).
+# is skipped (forensics/log/sanity.py). The `_UTF8` variants leave the search for U+FFFD out: for
+# a bundle whose copy saw no file that could hold it (forensics/log/bundle.py `may_hold_fffd`).
+_FFFD_KIND = f"WHEN instr(text, '{_FFFD}') > 0 THEN 'corrupt' "
+_FFFD_PAYLOAD = f"WHEN instr(text, '{_FFFD}') > 0 THEN substring(text, greatest(instr(text, '{_FFFD}') - 100, 1), 400) "
 _OKIND_SQL = (
     "CASE WHEN a.`_corrupt_record` IS NOT NULL THEN 'corrupt' "
-    f"WHEN instr(text, '{_FFFD}') > 0 THEN 'corrupt' "
+    + _FFFD_KIND
     + " ".join(f"WHEN a.{k} IS NOT NULL THEN '{k}'" for k in _KIND_CASES)
     + " END"
 )
+_OKIND_SQL_UTF8 = _OKIND_SQL.replace(_FFFD_KIND, "")
 
 
 @lru_cache(maxsize=1)
@@ -360,12 +364,12 @@ def _unknown_sql() -> str:
     return f"array_except(coalesce(keys, CAST(array() AS array<string>)), array({known}))"
 
 
-def _other_sql() -> str:
+def _other_sql(check_fffd: bool) -> str:
     """The other-table fields of a line's non-file action (metaData, commitInfo, unknown, ...)."""
     payload = (
         "CASE WHEN a.`_corrupt_record` IS NOT NULL THEN substring(text, 1, 400) "
-        f"WHEN instr(text, '{_FFFD}') > 0 THEN substring(text, greatest(instr(text, '{_FFFD}') - 100, 1), 400) "
-        "WHEN a.commitInfo IS NOT NULL THEN a.commitInfo "
+        + (_FFFD_PAYLOAD if check_fffd else "")
+        + "WHEN a.commitInfo IS NOT NULL THEN a.commitInfo "
         + " ".join(f"WHEN a.{k} IS NOT NULL THEN to_json(a.{k})" for k in _KIND_CASES[1:])
         + " ELSE substring(text, 1, 400) END"
     )
@@ -396,7 +400,7 @@ def _combined_sql(table: str, vals: dict[str, str | None]) -> str:
     return "named_struct(" + ", ".join(fields) + ")"
 
 
-def _rows(parsed):
+def _rows(parsed, check_fffd: bool = True):
     """One output row per file action and per other action of each line (a single pass).
 
     `ci` (typed commitInfo), `unknown_arr` and `okind` get their own projection so Spark
@@ -413,9 +417,10 @@ def _rows(parsed):
         "a",
         F.from_json(F.col("a.commitInfo"), COMMIT_INFO_SCHEMA).alias("ci"),
         F.expr(_unknown_sql()).alias("unknown_arr"),
-        F.expr(_OKIND_SQL).alias("okind"),
+        (F.expr(_OKIND_SQL) if check_fffd else F.expr(_OKIND_SQL_UTF8)).alias("okind"),
     )
-    return with_other.select(F.expr(_rows_sql())).where(F.col("_t").isNotNull())
+    rows = F.expr(_rows_sql()) if check_fffd else F.expr(_rows_sql_utf8())
+    return with_other.select(rows).where(F.col("_t").isNotNull())
 
 
 @lru_cache(maxsize=1)
@@ -423,7 +428,14 @@ def _rows_sql() -> str:
     """One row per file action and other action of a line. `inline` of the plain array, then a
     filter on the discriminator: a lambda `filter(...)` inside the generator has no code
     generation and made this step ~2x slower."""
-    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql()])
+    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql(True)])
+    return f"inline(array({arr}))"
+
+
+@lru_cache(maxsize=1)
+def _rows_sql_utf8() -> str:
+    """`_rows_sql` without the search for U+FFFD (a bundle that cannot hold it)."""
+    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql(False)])
     return f"inline(array({arr}))"
 
 

@@ -180,11 +180,26 @@ def _read_manifest(dest: Path) -> dict[str, dict[str, Any]] | None:
     return data["files"]
 
 
+def _has_manifest(dest: Path) -> bool:
+    """Whether `dest` is (or was begun as) a mirror: `_read_manifest` would not give None. Only
+    looked at, not parsed: it is read under the lock."""
+    try:
+        os.stat(dest / MANIFEST)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # unreadable: ours, as `_read_manifest` says
+    return True
+
+
 def _write_json_atomic(path: Path, data: Any) -> None:
+    """`dumps`, compact: `json.dump` and any indent use json's pure-Python encoder (0.15 s for
+    the 20,000-entry manifest a refresh writes; the C encoder takes a third of that)."""
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -207,7 +222,9 @@ def _locked(dest: Path) -> Iterator[None]:
             fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
-def _unchanged(local: Path, remote: RemoteFile, recorded: Mapping[str, Any] | None) -> bool:
+def _unchanged(local: tuple[int, int] | None, remote: RemoteFile, recorded: Mapping[str, Any] | None) -> bool:
+    """The object is what the manifest recorded and the local copy (size, mtime in ms, from
+    `_local_state`) is still what was written."""
     if not recorded:
         return False
     if (
@@ -216,11 +233,18 @@ def _unchanged(local: Path, remote: RemoteFile, recorded: Mapping[str, Any] | No
         or recorded.get("etag") != remote.etag
     ):
         return False
-    try:
-        st = local.stat()
-    except OSError:
-        return False
-    return st.st_size == remote.size and st.st_mtime_ns // 1_000_000 == remote.last_modified_ms
+    return local == (remote.size, remote.last_modified_ms)
+
+
+def _kept_unchanged(local: tuple[int, int] | None, recorded: Mapping[str, Any]) -> bool:
+    """A file below a tail listing: the store was not asked again (commits are immutable), so
+    only the local copy is checked against what the manifest recorded."""
+    return local == (recorded.get("size"), recorded.get("last_modified_ms"))
+
+
+def _recorded(path: str, recorded: Mapping[str, Any]) -> RemoteFile:
+    """A manifest entry as the object it recorded (to fetch it again)."""
+    return RemoteFile(path, int(recorded["size"]), int(recorded["last_modified_ms"]), recorded.get("etag"))
 
 
 class _LocalWriteFailed(UsageError):
@@ -275,23 +299,43 @@ def _fetch_once(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> Remot
     return expected
 
 
-def _local_files(log_dir: Path) -> set[str]:
-    out = set()
-    if not log_dir.is_dir():
-        return out
-    for dirpath, _dirs, files in os.walk(log_dir):
-        for name in files:
-            out.add(os.path.relpath(os.path.join(dirpath, name), log_dir.parent).replace(os.sep, "/"))
-    return out
+def _local_state(log_dir: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
+    """Every file of the local mirror ("_delta_log/...": (size, mtime in ms)) and its
+    subdirectories, in one `scandir` pass: both the changed-file check and the removals use it
+    (an `os.walk` with `relpath` and a pathlib `stat` per file took ~0.5 s at 20,000 files).
+    Directories are classified as `os.walk` does (a link to one is neither entered nor removed)."""
+    files: dict[str, tuple[int, int]] = {}
+    dirs: list[str] = []
+    stack = [(os.fspath(log_dir), LOG_DIR)]
+    while stack:
+        path, rel = stack.pop()
+        try:
+            it = os.scandir(path)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                name = f"{rel}/{e.name}"
+                try:
+                    if e.is_dir():
+                        if not e.is_symlink():
+                            dirs.append(e.path)
+                            stack.append((e.path, name))
+                        continue
+                    st = e.stat()
+                except OSError:  # gone, or a dangling link: no copy to trust
+                    files[name] = (-1, -1)
+                    continue
+                files[name] = (st.st_size, st.st_mtime_ns // 1_000_000)
+    return files, dirs
 
 
-def _prune_empty_dirs(log_dir: Path) -> None:
-    for dirpath, _dirs, _files in sorted(os.walk(log_dir), key=lambda t: -len(t[0])):
-        if Path(dirpath) != log_dir:
-            try:
-                os.rmdir(dirpath)
-            except OSError:
-                pass
+def _prune_empty_dirs(dirs: list[str]) -> None:
+    for path in sorted(dirs, key=len, reverse=True):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
 def mirror_log(
@@ -319,8 +363,7 @@ def mirror_log(
         dest.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"cannot create the mirror directory {dest}: {e.strerror}") from None
-    manifest = _read_manifest(dest)
-    if manifest is None and log_dir.exists() and any(log_dir.iterdir()):
+    if not _has_manifest(dest) and log_dir.exists() and any(log_dir.iterdir()):
         raise UsageError(f"{dest} already holds a _delta_log that is not a delta-forensics mirror: choose an empty directory")
 
     with _locked(dest):
@@ -332,14 +375,17 @@ def mirror_log(
         with store_errors(loc, options):
             store = options.store(loc)
             budget = RetryBudget.of(options)
-            remote, listed_from = retried(lambda: _list_log(store, manifest), budget, listing_cut)
-        if not remote:
+            remote, kept, listed_from = retried(lambda: _list_log(store, manifest), budget, listing_cut)
+        if not remote and not kept:
             raise NotADeltaTable(f"not a Delta table (no _delta_log under it): {loc.uri}")
 
         skipped = tuple(sorted(r.path for r in remote if not _safe_relative(r.path)))
         remote = [r for r in remote if _safe_relative(r.path)]
-        todo = [r for r in remote if not _unchanged(dest / r.path, r, manifest.get(r.path))]
-        reused = len(remote) - len(todo)
+        kept = [p for p in kept if _safe_relative(p)]  # the manifest's own names: checked all the same
+        local, local_dirs = _local_state(log_dir)
+        todo = [r for r in remote if not _unchanged(local.get(r.path), r, manifest.get(r.path))]
+        todo += [_recorded(p, manifest[p]) for p in kept if not _kept_unchanged(local.get(p), manifest[p])]
+        reused = len(remote) + len(kept) - len(todo)
         tmp_dir = dest / _TMP_DIR
         shutil.rmtree(tmp_dir, ignore_errors=True)  # leftovers of an interrupted run
         with _writing(tmp_dir):
@@ -347,7 +393,8 @@ def mirror_log(
         vanished: set[str] = set()
         fetched = 0
         bytes_fetched = 0
-        new_manifest = {r.path: manifest[r.path] for r in remote if r.path in manifest}
+        new_manifest = {p: manifest[p] for p in kept}
+        new_manifest.update((r.path, manifest[r.path]) for r in remote if r.path in manifest)
         lock = threading.Lock()
 
         def record(r: RemoteFile, got: RemoteFile | None) -> None:
@@ -380,21 +427,24 @@ def mirror_log(
                     raise
         finally:
             # What was fetched stays recorded even if a later GET failed, so a retry resumes.
-            with _writing(dest / MANIFEST):
-                _write_json_atomic(dest / MANIFEST, {"version": _MANIFEST_VERSION, "uri": loc.uri, "files": new_manifest})
+            # An unchanged log leaves the manifest as it is (`watch` refreshes every few seconds).
+            if new_manifest != manifest:
+                with _writing(dest / MANIFEST):
+                    _write_json_atomic(dest / MANIFEST, {"version": _MANIFEST_VERSION, "uri": loc.uri, "files": new_manifest})
             shutil.rmtree(tmp_dir, ignore_errors=True)
 
-        keep = {r.path for r in remote} - vanished
+        keep = ({r.path for r in remote} | set(kept)) - vanished
         removed = 0
-        for rel in sorted(_local_files(log_dir) - keep):
+        for rel in sorted(local.keys() - keep):
             try:
                 (dest / rel).unlink()
                 removed += 1
             except FileNotFoundError:
                 pass
-        _prune_empty_dirs(log_dir)
-    logger.info("mirrored %s: %d objects listed, %d fetched (%d bytes), %d unchanged, %d removed, in %.2f s",
-                loc.uri, len(remote), fetched, bytes_fetched, reused, removed, time.monotonic() - started)
+        _prune_empty_dirs(local_dirs)
+    logger.info("mirrored %s: %d objects listed (%d more known from the manifest), %d fetched (%d bytes), %d unchanged, "
+                "%d removed, in %.2f s", loc.uri, len(remote), len(kept), fetched, bytes_fetched, reused, removed,
+                time.monotonic() - started)
     return Mirror(
         root=dest,
         location=loc,
@@ -417,35 +467,47 @@ def _version_of(path: str) -> int | None:
     return int(head) if len(head) == 20 and head.isdigit() else None
 
 
-def _list_log(store, manifest: Mapping[str, Mapping[str, Any]]) -> tuple[list[RemoteFile], str | None]:
-    """The remote `_delta_log`, listed whole on the first look and after a log clean-up, else
-    only its tail: commits are immutable and Delta's clean-up removes from the oldest, so when the
-    oldest mirrored file is still there, everything below the tail is what the mirror holds. The
-    tail (the last TAIL_VERSIONS versions, and every name that sorts after the versions:
-    `_last_checkpoint`, `_staged_commits/`, `_sidecars/`) catches late checkpoints and checksums.
-    Listing 20,000 keys costs seconds on a store; the tail, milliseconds."""
+def _list_log(store, manifest: Mapping[str, Mapping[str, Any]]) -> tuple[list[RemoteFile], list[str], str | None]:
+    """The remote `_delta_log` as (objects listed, manifest paths taken as they are, offset):
+    listed whole on the first look and after a log clean-up, else only its tail: commits are
+    immutable and Delta's clean-up removes from the oldest, so when the oldest mirrored file is
+    still there, everything below the tail is what the mirror holds (its manifest entries are
+    kept as paths: no object per entry). The tail (the last TAIL_VERSIONS versions, and every name
+    that sorts after the versions: `_last_checkpoint`, `_staged_commits/`, `_sidecars/`) catches
+    late checkpoints and checksums. Listing 20,000 keys costs seconds on a store; the tail,
+    milliseconds."""
     import obstore
 
-    versioned = sorted((v, p) for p in manifest if (v := _version_of(p)) is not None)
-    if not versioned:
-        return list(_list(store, LOG_DIR)), None
-    oldest = versioned[0][1]
+    oldest: str | None = None  # zero-padded versions: the smallest name is the oldest version's
+    newest = newest_commit = -1
+    for p, r in manifest.items():
+        if type(r) is not dict or type(r.get("size")) is not int or type(r.get("last_modified_ms")) is not int:
+            return list(_list(store, LOG_DIR)), [], None  # a damaged entry: the listing says what it was
+        v = _version_of(p)
+        if v is None:
+            continue
+        if oldest is None or p < oldest:
+            oldest = p
+        newest = max(newest, v)
+        if v > newest_commit and p.endswith(".json"):
+            newest_commit = v
+    if oldest is None:
+        return list(_list(store, LOG_DIR)), [], None
     try:
         meta = obstore.head(store, oldest)
     except FileNotFoundError:
-        return list(_list(store, LOG_DIR)), None  # cleaned up: removals must reach the mirror
+        return list(_list(store, LOG_DIR)), [], None  # cleaned up: removals must reach the mirror
     rec = manifest[oldest]
     if int(meta["size"]) != rec.get("size") or _etag(meta.get("e_tag")) != rec.get("etag"):
-        return list(_list(store, LOG_DIR)), None
-    newest_commit = max((v for v, p in versioned if p.endswith(".json")), default=versioned[-1][0])
-    floor = max(0, newest_commit - TAIL_VERSIONS)
+        return list(_list(store, LOG_DIR)), [], None
+    floor = max(0, (newest_commit if newest_commit >= 0 else newest) - TAIL_VERSIONS)
     offset = f"{LOG_DIR}/{floor:020d}"
-    kept = [RemoteFile(p, int(r["size"]), int(r["last_modified_ms"]), r.get("etag")) for p, r in manifest.items() if p <= offset]
+    kept = [p for p in manifest if p <= offset]
     tail = []
     for batch in obstore.list(store, LOG_DIR, offset=offset, chunk_size=1000):
         # filtered here too: a store (Azurite) may not honour the offset and list from the start
         tail.extend(_remote(m) for m in batch if str(m["path"]) > offset and not str(m["path"]).endswith("/"))
-    return kept + tail, offset
+    return tail, kept, offset
 
 
 def read_object(uri: str, options: StorageOptions | Mapping[str, Any] | None = None, *, profile: str | None = None,

@@ -30,7 +30,7 @@ def _dumps(v: Any) -> str:
 def _json_column(s: pl.Series) -> pl.Series:
     """Each value of `s` as JSON text (null -> `null`), exactly as json.dumps writes it."""
     if s.dtype == pl.Utf8:
-        plain = s.str.contains(_PLAIN).fill_null(False)
+        plain = s.str.contains(_PLAIN).fill_null(True)  # a null is written `null` below, not by json.dumps
         quoted = pl.concat_str([pl.lit('"'), pl.col("v"), pl.lit('"')])
         out = pl.DataFrame({"v": s}).select(quoted.alias("j"))["j"]
         if not plain.all():
