@@ -182,3 +182,51 @@ def test_real_delta_rs_conflict(spark, tmp_path):
     assert parts == sorted({f.split("/")[0].split("=")[1] for f in expected})
     for a in j["attempts"]:
         assert a["likelyException"] in ("ConcurrentAppendException", "ConcurrentDeleteReadException"), a["why"]
+
+
+# ---- one job's tasks, spaced by a loaded machine ------------------------------------------------
+
+def _written(root: Path, names_and_ms: list[tuple[str, int]]):
+    """Real files with the given modification times (epoch ms), as the table walk sees them."""
+    from forensics.evidence.walk import DataFile
+
+    out = []
+    for name, ms in names_and_ms:
+        p = root / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"PAR1" + name.encode() + b"PAR1")
+        os.utime(p, ns=(ms * 1_000_000, ms * 1_000_000))
+        st = os.stat(p)
+        out.append(DataFile(name, st.st_size, st.st_mtime_ns // 1_000_000))
+    return out
+
+
+def _part(task: int, folder: str = "", counter: int = 0) -> str:
+    import uuid
+
+    return f"{folder}part-{task:05d}-{uuid.uuid4()}-c{counter:03d}.snappy.parquet"
+
+
+T0 = 1_790_000_000_000
+
+
+@pytest.mark.parametrize("layout, attempts", [
+    # found by a loaded CI machine: a REPLACE WHERE's two tasks ended 300 ms apart (each file its own UUID)
+    ([(0, "", 0, 0), (1, "", 0, 300)], [[0, 1]]),
+    ([(1, "", 0, 0), (0, "", 0, 400)], [[0, 1]]),  # task 1 ended first
+    ([(0, "", 0, 0), (0, "", 0, 300)], [[0], [1]]),  # two one-task jobs of one shape stay apart
+    ([(0, "", 0, 0), (1, "", 0, 1), (0, "", 0, 300), (1, "", 0, 301)], [[0, 1], [2, 3]]),
+    ([(0, "", 0, 0), (1, "", 0, 5_000)], [[0], [1]]),  # seconds apart: not one job's tasks
+    ([(0, "a=1/", 0, 0), (0, "a=1/", 1, 300)], [[0, 1]]),  # task 0 rolled over to c001
+    ([(1, "a=1/", 0, 0), (1, "a=2/", 0, 300), (1, "a=1/", 0, 600)], [[0, 1], [2]]),  # a slot written twice is another job
+    ([(0, "a=1/", 1, 0), (0, "a=1/", 0, 300)], [[0], [1]]),  # a c001 before its c000: two jobs
+])
+def test_one_jobs_tasks_spaced_by_a_loaded_machine_are_one_attempt(tmp_path, layout, attempts):
+    from forensics.evidence.attempts import Clock, group_attempts
+
+    names = [(_part(t, folder, c), T0 + ms) for t, folder, c, ms in layout]
+    files = _written(tmp_path, names)
+    got = group_attempts(files, ("a",), Clock(True, "test", 1))
+    want = [sorted(names[i][0] for i in group) for group in attempts]
+    assert sorted([f.path for f in a.files] for a in got) == sorted(want)
+    assert all(a.grouped_by == "mtime-cluster" for a in got)

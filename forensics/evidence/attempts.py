@@ -4,7 +4,9 @@ One failed job leaves one or more files. Spark's own file naming shares one job 
 job's files; Delta's DelayedCommitProtocol and delta-rs give every file its own UUID, so those
 files are grouped by modification time: files closer together than the widest spread seen
 inside one committed commit (at least MIN_GAP_MS) form one attempt, and a change of codec
-suffix (a different writer configuration) splits them. All of it is inferred, and says so.
+suffix (a different writer configuration) splits them. A loaded machine can space one job's tasks
+wider than that, so neighbouring clusters are joined again when their file names say they are one
+job's tasks (`join_tasks`). All of it is inferred, and says so.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from forensics.times import as_datetime, with_iso
 
 RE_PART = re.compile(r"^part-(\d{5})-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})[.-]c(\d{3})(.*)$")
 MIN_GAP_MS = 5
+TASK_GAP_MS = 2_000  # how far apart two tasks of one job may end and still be joined by their task numbers
 MAX_GAP_MS = 10 * 60 * 1000
 TRUST_TOLERANCE_MS = 60_000
 
@@ -132,6 +135,44 @@ def job_uuid(name: str) -> tuple[str | None, str]:
     return m.group(2).lower(), m.group(4)
 
 
+def task_slot(name: str) -> tuple[int, str, int] | None:
+    """(task number, folder, file counter) of a Spark/Delta/delta-rs data file name: one job writes
+    each slot at most once (task n writes `part-0000n-…-c000`, then `c001` when it rolls over, one
+    per partition folder), and numbers its tasks from 0."""
+    m = RE_PART.match(os.path.basename(name))
+    if not m:
+        return None
+    return int(m.group(1)), os.path.dirname(name), int(m.group(3))
+
+
+def join_tasks(clusters: list[list[DataFile]], gap_ms: int) -> list[list[DataFile]]:
+    """Join a modification-time cluster to the one before it when both look like parts of one job:
+    within `gap_ms`, same codec, no slot written twice, and one of them is a fragment: it lacks task 0
+    (every job has a task 0, which writes a file unless its rows were empty), or holds only files a
+    task rolled over to (`c001` after the other's `c000`). Two jobs of one shape (each with its
+    task 0) stay apart."""
+    out: list[list[DataFile]] = []
+    for c in clusters:
+        prev = out[-1] if out else None
+        if prev is not None and _one_job(prev, c, gap_ms):
+            prev.extend(c)
+        else:
+            out.append(list(c))
+    return out
+
+
+def _one_job(a: list[DataFile], b: list[DataFile], gap_ms: int) -> bool:
+    if b[0].mtime_ms - a[-1].mtime_ms > gap_ms or job_uuid(a[-1].path)[1] != job_uuid(b[0].path)[1]:
+        return False
+    sa, sb = [task_slot(f.path) for f in a], [task_slot(f.path) for f in b]
+    if None in sa or None in sb or set(sa) & set(sb):
+        return False
+    if min(t for t, _, _ in sa) > 0 or min(t for t, _, _ in sb) > 0:
+        return True
+    earlier = set(sa)
+    return all(c > 0 and (t, d, c - 1) in earlier for t, d, c in sb)
+
+
 def partition_of(path: str, partition_columns: tuple[str, ...]) -> dict[str, str | None]:
     """Hive-style `col=value` directories of a relative path, for the table's partition columns."""
     out: dict[str, str | None] = {}
@@ -207,14 +248,12 @@ def group_attempts(orphans: list[DataFile], partition_columns: tuple[str, ...], 
     groups: list[tuple[str, list[DataFile]]] = [("job-uuid", fs) for u, fs in by_uuid.items() if u in shared]
     rest = sorted((f for f in orphans if job_uuid(f.path)[0] not in shared), key=lambda f: (f.mtime_ms, f.path))
     gap = max(MIN_GAP_MS, min(MAX_GAP_MS, 2 * (clock.intra_commit_gap_ms or 0)))
-    cur: list[DataFile] = []
+    clusters: list[list[DataFile]] = []
     for f in rest:
-        if cur and (f.mtime_ms - cur[-1].mtime_ms > gap or job_uuid(f.path)[1] != job_uuid(cur[-1].path)[1]):
-            groups.append(("mtime-cluster", cur))
-            cur = []
-        cur.append(f)
-    if cur:
-        groups.append(("mtime-cluster", cur))
+        if not clusters or f.mtime_ms - clusters[-1][-1].mtime_ms > gap or job_uuid(f.path)[1] != job_uuid(clusters[-1][-1].path)[1]:
+            clusters.append([])
+        clusters[-1].append(f)
+    groups += [("mtime-cluster", c) for c in join_tasks(clusters, max(gap, TASK_GAP_MS))]
     out = []
     for how, fs in groups:
         parts: list[dict[str, str | None]] = []
