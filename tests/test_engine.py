@@ -39,7 +39,9 @@ def _env(cache: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DELTA_FORENSICS_ENGINE") and k != "DELTA_FORENSICS_UTC"}
     tmp = cache.parent / "tmp"
     tmp.mkdir(exist_ok=True)
-    return {**env, "DELTA_FORENSICS_CACHE_DIR": str(cache), "DELTA_FORENSICS_ENGINE": "on", "TMPDIR": str(tmp), **extra}
+    # No JIT warm-up (forensics/engine/warmup.py) unless a test asks: it would burn CPU the other tests share.
+    return {**env, "DELTA_FORENSICS_CACHE_DIR": str(cache), "DELTA_FORENSICS_ENGINE": "on", "TMPDIR": str(tmp),
+            "DELTA_FORENSICS_ENGINE_WARMUP": "off", **extra}
 
 
 def run(argv: list[str], env: dict[str, str], *, stdin: str | None = None, timeout: float = 300) -> tuple[int, str, str]:
@@ -117,6 +119,7 @@ def test_a_tmpdir_too_deep_for_a_socket_path_falls_back_to_tmp(tmp_path):
 def shared_cache(tmp_path_factory):
     """One engine for the equality tests (a JVM start is paid once for them all)."""
     c = tmp_path_factory.mktemp("engine-shared")
+    assert run(["engine", "start"], _env(c))[0] == 0  # a command finding none would run in-process and start it after
     yield c
     _stop_all(c)
 
@@ -165,9 +168,10 @@ def _same(a: tuple[int, str, str], b: tuple[int, str, str]) -> None:
 def test_engine_answers_as_in_process(shared_cache, argv):
     env = _env(shared_cache)
     local = run(argv + ["--no-engine"], env)  # in-process first: the engine then reads the cache it wrote
+    served = _served(env)
     warm = run(argv, env)
     _same(warm, local)
-    assert _engine_pid(env) is not None  # it was the engine that answered
+    assert _served(env) == served + 1  # it was the engine that answered
 
 
 @pytest.mark.slow
@@ -297,6 +301,69 @@ def test_error_text_on_stdin(cache):
 
 
 # ---- starting once, stopping, refusing ----------------------------------------------------------
+
+
+def _wait_for(what, seconds: float = 120):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(0.2)
+    return what()
+
+
+def _jit(env: dict[str, str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", "import json; from forensics import engine_status; "
+                          "print(json.dumps(engine_status()[0].jit))"], env=env, capture_output=True, text=True, timeout=60)
+    return json.loads(out.stdout or "null") or {}
+
+
+def _engine_jvm_flags(pid: int) -> str:
+    """The command line of the engine's JVM (its child `java` process)."""
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if int((d / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    args = (d / "cmdline").read_bytes().split(b"\0")
+                    if args and args[0].endswith(b"java"):
+                        return b" ".join(args).decode()
+            except (OSError, IndexError, ValueError):
+                continue
+    return ""
+
+
+@pytest.mark.slow
+def test_a_command_finding_no_engine_runs_here_and_starts_one_for_the_next(cache):
+    """The first command pays no engine start: it runs in-process (a short-lived JVM with C1 alone)
+    and starts the engine as it ends; the next command is the engine's."""
+    env = _env(cache)
+    argv = ["history", str(QUICK), "--json"]
+    local = run(argv + ["--no-engine"], env)
+    _same(run(argv, env), local)  # no engine ran: answered here
+    pid = _wait_for(lambda: _engine_pid(env))
+    assert pid is not None and _served(env) == 0
+    _same(run(argv, env), local)
+    assert _served(env) == 1 and _engine_pid(env) == pid
+
+
+@pytest.mark.slow
+def test_the_engine_warms_its_jit_while_idle_and_a_command_ends_the_warm_up(cache):
+    """The engine's JVM runs the full tiered JIT and compiles the log reader's hot code on a
+    synthetic log of its own while nobody waits; a command arriving ends the warm-up and is
+    answered as in-process."""
+    env = _env(cache, DELTA_FORENSICS_ENGINE_WARMUP="on", DELTA_FORENSICS_ENGINE_WARMUP_COMMITS="2000")
+    assert run(["engine", "start", "--no-warm"], env)[0] == 0
+    pid = _engine_pid(env)
+    assert _wait_for(lambda: len(_jit(env).get("rounds", [])) >= 1, 300), _jit(env)
+    flags = _engine_jvm_flags(pid)
+    assert "-XX:+UseSerialGC" in flags and "TieredStopAtLevel" not in flags, flags
+    argv = ["history", str(BUSY), "--json", "--no-cache"]
+    _same(run(argv, env), run(argv + ["--no-engine"], env))
+    assert _served(env) == 1
+    jit = _jit(env)
+    assert jit["state"] in ("interrupted", "done") and len(jit["rounds"]) >= 1, jit
+    assert (_place(cache) / "jit-warmup" / "_delta_log").is_dir()  # its own log, in its own directory
 
 
 def test_parallel_callers_get_one_engine(cache):

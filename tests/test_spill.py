@@ -70,3 +70,23 @@ def test_a_cluster_collects_a_slice_of_partitions_per_job_in_partition_order(bus
     assert sliced.num_rows == whole.num_rows > 100
     assert sliced.equals(whole)
     assert len(seen_jobs) == df.rdd.getNumPartitions() > 1 and set(seen_jobs) == {1}
+
+
+def test_a_large_checkpoint_reaches_python_through_the_scratch_with_the_same_rows(busy, spark, monkeypatch):
+    """A checkpoint from CHECKPOINT_SPILL_MIN_BYTES of Parquet is collected through the scratch
+    directory, not the driver JVM: the same two tables, in the same order, nothing left behind."""
+    from forensics.log import reader
+
+    listing = list_log(str(busy))
+    cp = max(listing.checkpoints, key=lambda c: c.version)
+    collected = reader.read_checkpoint(spark, listing, cp, stats=False)
+    assert collected.actions.num_rows > 10
+    calls = []
+    monkeypatch.setattr(spill, "_through_parquet", lambda df, cols, real=spill._through_parquet: calls.append(1) or real(df, cols))
+    monkeypatch.setattr(reader, "CHECKPOINT_SPILL_MIN_BYTES", 0)
+    spilled = reader.read_checkpoint(spark, listing, cp, stats=False)
+    assert calls  # it went through the scratch directory
+    assert spilled.actions.equals(collected.actions)
+    assert spilled.others.equals(collected.others)
+    root = spill.scratch_root()
+    assert not root.exists() or not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")]

@@ -175,8 +175,11 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         answered = engine_answer(args, sys.argv[1:] if argv is None else argv)  # None: run here (forensics/engine)
         if answered is not None:
             return answered
-        with fewer_collections():
-            return int(args.func(args))
+        try:
+            with fewer_collections():
+                return int(args.func(args))
+        finally:
+            _start_deferred_engine()
     except ForensicsError as e:
         sys.stderr.write(f"{PROG}: error: {scrub(e.one_line())}\n")
         return int(e.code)
@@ -201,6 +204,13 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
 
         sys.stderr.write(f"{PROG}: internal error: {type(e).__name__}: {inert(scrub(str(e)), 300)}{where}\n")
         return int(ExitCode.INTERNAL)
+
+
+def _start_deferred_engine() -> None:
+    """The warm engine a command found missing starts as the command ends (forensics/engine/client.py)."""
+    client = sys.modules.get("forensics.engine.client")
+    if client is not None:
+        client.start_deferred()
 
 
 def run() -> None:

@@ -81,23 +81,47 @@ def engine_answer(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
         request = _request(r, argv)
     except (ValueError, OSError, AttributeError):  # AttributeError: a stdin without bytes (a test's StringIO)
         return None
-    for attempt in (1, 2):
-        reply = ask(place, request)
-        if reply.kind == "done":
-            print_output(reply.output or Output())
-            return reply.code
-        if reply.kind in ("declined", "lost") or attempt == 2 or not r.starts_engine:
-            break
-        try:
-            start(place, key, idle)
-        except (places.PlaceUnsafe, StartFailed, OSError):
-            break
+    reply = ask(place, request)
+    if reply.kind == "done":
+        print_output(reply.output or Output())
+        return reply.code
+    if reply.kind not in ("declined", "lost") and r.starts_engine:
+        # No engine answers: this command runs here (a short-lived JVM, C1 only, the fastest cold
+        # read) and starts the engine as it ends, for the commands after it (start_deferred).
+        global _deferred
+        _deferred = (place, key, idle)
     if request.stdin is not None:  # the text read for the engine, for the in-process run to read again
         import io
 
         sys.stdin = io.TextIOWrapper(io.BytesIO(unpack(request.stdin)), encoding=getattr(sys.stdin, "encoding", None) or "utf-8",
                                      errors=getattr(sys.stdin, "errors", None) or "strict")
     return None
+
+
+_deferred: tuple[places.EnginePlace, EngineKey, float] | None = None
+
+
+def start_deferred() -> None:
+    """Start the engine a command found missing, now that the command has run in-process: in the
+    background, not waited for (it starts Spark and warms its JIT by itself, forensics/engine/warmup.py).
+    Under the place's lock, so parallel callers start one; never raises."""
+    global _deferred
+    deferred, _deferred = _deferred, None
+    if deferred is None:
+        return
+    place, key, idle = deferred
+    try:
+        places.prepare(place)
+        with _locked(place.lock, time.monotonic() + 2.0):  # held longer: another caller is starting it
+            reply = status(place)
+            if reply.kind == "done" and reply.info:
+                return
+            retire(place)
+            _retire_superseded(place, key)
+            _make_room()
+            _spawn(place, key, idle)
+    except (places.PlaceUnsafe, StartFailed, OSError):
+        pass
 
 
 def _request(r: Route, argv: list[str]) -> Request:

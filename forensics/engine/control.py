@@ -30,6 +30,7 @@ class EngineStatus:
     spark: str | None = None
     java: str | None = None
     settings: str | None = None
+    jit: dict[str, Any] | None = None  # the JIT warm-up (forensics/engine/warmup.py): state, each round's seconds
 
     @classmethod
     def from_info(cls, directory: str, info: dict[str, Any]) -> "EngineStatus":
@@ -37,7 +38,7 @@ class EngineStatus:
         return cls(directory, True, info.get("pid"), int(info["started"] * 1000) if info.get("started") else None,
                    int(info.get("served", 0)), int(info.get("busy", 0)), info.get("idleSeconds"), info.get("idleFor"),
                    bool(info.get("sparkRunning")), info.get("socket"), info.get("tool"), info.get("spark"),
-                   info.get("java"), info.get("settings"))
+                   info.get("java"), info.get("settings"), info.get("jit"))
 
 
 def current_place() -> tuple[places.EnginePlace, Any]:

@@ -30,6 +30,7 @@ from typing import Any
 from forensics.engine import place as places
 from forensics.engine.isolation import base_environment, install_streams, isolated
 from forensics.engine.protocol import HEARTBEAT_S, ProtocolError, Request, receive, send
+from forensics.engine.warmup import Warmup
 
 REQUEST_LIMIT = 256 << 20  # a request carries argv, a small environment and at most a pasted error text
 
@@ -55,11 +56,15 @@ class Engine:
         self.state_lock = threading.Lock()
         self.base_env: dict[str, str] = {}
         self.sock: socket.socket | None = None
+        self.warmup = Warmup()
 
     # ---- life -----------------------------------------------------------------------------
 
     def boot(self) -> None:
+        from forensics.runtime import java
+
         os.environ["DELTA_FORENSICS_ENGINE"] = "off"  # the commands it runs never ask an engine
+        java.mark_resident()  # its JVM lives for minutes: the full tiered JIT, warmed while idle
         self.base_env = base_environment(dict(os.environ))
         os.chdir(self.place.dir)
         install_streams()
@@ -98,6 +103,7 @@ class Engine:
 
     def serve(self) -> None:
         assert self.sock is not None
+        threading.Thread(target=self._warm_up, daemon=True).start()
         while not self.closing.is_set():
             try:
                 conn, _ = self.sock.accept()
@@ -113,6 +119,10 @@ class Engine:
                 raise
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
         self.shutdown()
+
+    def _warm_up(self) -> None:
+        self.warmup.run(self.place.dir, self.run_lock)
+        gc.collect()
 
     def shutdown(self) -> None:
         """Remove our files (unless a newer engine has taken the place), stop Spark, exit."""
@@ -168,7 +178,8 @@ class Engine:
         with self.state_lock:
             return {"pid": os.getpid(), "key": self.digest, "started": self.started, "served": self.served,
                     "busy": self.busy, "idleSeconds": self.idle_s, "idleFor": round(time.monotonic() - self.last, 1),
-                    "sparkRunning": _spark_running(), "lastRunSeconds": self.last_run_s, "socket": str(self.place.socket), **self.describe}
+                    "sparkRunning": _spark_running(), "lastRunSeconds": self.last_run_s, "socket": str(self.place.socket),
+                    "jit": self.warmup.to_dict(), **self.describe}
 
     def _run_with_heartbeats(self, conn: socket.socket, request: Request) -> None:
         if self.closing.is_set():
@@ -176,6 +187,8 @@ class Engine:
             return
         with self.state_lock:
             self.busy += 1
+        if request.op == "run":
+            self.warmup.interrupt(_cancel_spark_jobs)  # a command waits for no warm-up round
         result: dict[str, Any] = {}
         done = threading.Event()
 

@@ -467,7 +467,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
             act, oth = base.actions, base.others
         else:
             df = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*[listing.spark_uri(f) for f in parts])
-            act, oth = _checkpoint_tables(df, cp.version, stats=stats)
+            act, oth = _checkpoint_tables(df, cp.version, stats=stats, n_bytes=sum(f.size or 0 for f in parts))
     except ForensicsError:
         raise
     except Exception as e:  # noqa: BLE001
@@ -483,6 +483,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
         import json as _json
 
         uris = []
+        sidecar_bytes = 0
         for r in sidecar_rows:
             p = (_json.loads(r["payload"]) or {}).get("path", "")
             name = p.rsplit("/", 1)[-1]
@@ -495,6 +496,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
                 continue
             _require_whole_parquet(f, cp.version, (_json.loads(r["payload"]) or {}).get("sizeInBytes"))
             uris.append(listing.spark_uri(f))
+            sidecar_bytes += f.size or 0
         if uris:
             try:
                 sdf = spark.read.schema(CHECKPOINT_SCHEMA).parquet(*uris)
@@ -502,7 +504,7 @@ def read_checkpoint(spark: Any, listing: LogListing, cp: Checkpoint, *, stats: b
                 raise ForensicsError(
                     ExitCode.UNREADABLE, f"sidecar could not be read: {error_summary(e)}", version=cp.version
                 ) from e
-            sact, soth = _checkpoint_tables(sdf, cp.version, stats=stats)
+            sact, soth = _checkpoint_tables(sdf, cp.version, stats=stats, n_bytes=sidecar_bytes)
             act = pa.concat_tables([act, sact])
             oth = pa.concat_tables([oth, soth])
     kinds = set(oth.column("kind").to_pylist())
@@ -558,7 +560,14 @@ def _ends(uri: str, size: int) -> tuple[bytes, bytes]:
         return fh.read_at(4, 0), fh.read_at(8, size - 8)
 
 
-def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Table, pa.Table]:
+# Parquet bytes of checkpoint from which its rows reach Python through a scratch Parquet directory,
+# not the driver JVM (forensics/runtime/spill.py): collected rows take several times a
+# checkpoint's compressed bytes, and a 1M-file checkpoint (33 MB) gathered in the driver grew the
+# JVM by 150-350 MB and was no faster (BENCHMARKS.md).
+CHECKPOINT_SPILL_MIN_BYTES = 16 << 20
+
+
+def _checkpoint_tables(df, version: int, *, stats: bool = True, n_bytes: int = 0) -> tuple[pa.Table, pa.Table]:
     """The checkpoint's file actions and other actions, from one scan and one collect (a job per
     kind of action was three plans and three scans: most of a small table's cold read)."""
     import pyspark.sql.functions as F
@@ -597,7 +606,8 @@ def _checkpoint_tables(df, version: int, *, stats: bool = True) -> tuple[pa.Tabl
     other_cols = {"payload": payload, "app_id": F.col("txn.appId"), "txn_version": F.col("txn.version"),
                   "domain": F.col("domainMetadata.domain")}
     cols = {"kind": t, **file_cols, **other_cols}
-    got = collect_arrow(df.select(*[c.alias(n) for n, c in cols.items()]).where(F.col("kind").isNotNull()), list(cols))
+    got = collect_arrow(df.select(*[c.alias(n) for n, c in cols.items()]).where(F.col("kind").isNotNull()), list(cols),
+                        n_bytes, spill_min=CHECKPOINT_SPILL_MIN_BYTES)
     kinds = got.column("kind")
     files = got.filter(pc.is_in(kinds, pa.array(["add", "remove"])))
     others = got.filter(pc.invert(pc.is_in(kinds, pa.array(["add", "remove"]))))

@@ -20,6 +20,21 @@ MIN_JAVA = 17
 # driver's CPU for JVM start + one log read by ~40% on 2 cores (BENCHMARKS.md). Override with
 # DELTA_FORENSICS_JVM_OPTS (e.g. "" for the JVM defaults).
 JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# The warm engine's JVM lives for minutes and compiles its hot code while idle
+# (forensics/engine/warmup.py): the full tiered JIT, about a third less CPU per read once warm.
+ENGINE_JVM_OPTS = "-XX:+UseSerialGC"
+_resident = False
+
+
+def mark_resident() -> None:
+    """This process is the warm engine: its JVM is started with ENGINE_JVM_OPTS."""
+    global _resident
+    _resident = True
+
+
+def default_jvm_opts() -> str:
+    """The driver JVM's flags unless DELTA_FORENSICS_JVM_OPTS sets them."""
+    return ENGINE_JVM_OPTS if _resident else JVM_OPTS
 
 
 @dataclass(frozen=True)

@@ -139,15 +139,16 @@ def _finish(part: Path, final: Path) -> None:
     final.with_suffix(".lock").unlink(missing_ok=True)
 
 
-def build(table: str | None = None, timeout_s: float = 180.0) -> ArchivePlan:
+def build(table: str | None = None, timeout_s: float = 180.0, *, engine: bool = False) -> ArchivePlan:
     """Write the archive now: a child process starts Spark (taking the "create" path), reads a
-    small log and exits; then wait for its JVM to finish dumping. Returns what a later start does."""
+    small log and exits; then wait for its JVM to finish dumping. Returns what a later start does.
+    `engine`: the archive of the warm engine's JVM flags (java.ENGINE_JVM_OPTS) instead."""
     import subprocess
 
-    from forensics.runtime.java import JVM_OPTS, find_java
+    from forensics.runtime.java import ENGINE_JVM_OPTS, JVM_OPTS, find_java
 
     java = find_java()
-    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)
+    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", ENGINE_JVM_OPTS if engine else JVM_OPTS)
     final, part, _lock = _paths(archive_key(java.path, java.raw, opts))
     if not final.exists():
         code = (
@@ -158,7 +159,8 @@ def build(table: str | None = None, timeout_s: float = 180.0) -> ArchivePlan:
             "    from forensics.log.delta_log import DeltaLog\n"
             "    DeltaLog.open(sys.argv[1], use_cache=False)\n"
         )
-        subprocess.run([sys.executable, "-c", code, *([table] if table else [])], timeout=timeout_s, check=False)
+        env = {**os.environ, "DELTA_FORENSICS_JVM_OPTS": opts}
+        subprocess.run([sys.executable, "-c", code, *([table] if table else [])], timeout=timeout_s, check=False, env=env)
         # The dump starts when the child's JVM exits, after the child itself: wait for the part
         # file to appear and stop growing.
         start, last = time.time(), -1
@@ -184,8 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m forensics.runtime.jvm_archive", description=__doc__.splitlines()[0])
     ap.add_argument("table", nargs="?", help="a small table to read while classes are recorded")
     a = ap.parse_args(argv)
-    p = build(a.table)
-    print(f"{p.mode}: {p.path or '-'}")
+    for engine in (False, True):  # a command's JVM and the warm engine's (other flags: another archive)
+        p = build(a.table, engine=engine)
+        print(f"{'engine ' if engine else ''}{p.mode}: {p.path or '-'}")
     return 0
 
 

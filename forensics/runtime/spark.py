@@ -16,7 +16,7 @@ from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.runtime import heap
-from forensics.runtime.java import JVM_OPTS, JavaInfo, check_java
+from forensics.runtime.java import JavaInfo, check_java, default_jvm_opts
 from forensics.runtime.logs import logger, spark_log_level
 from forensics.runtime.master import chosen_master, is_local
 from forensics.runtime.paths import cache_root
@@ -91,7 +91,7 @@ def driver_java_options(java: JavaInfo) -> str:
     """Our JVM flags plus the class-data archive's (forensics/runtime/jvm_archive.py)."""
     from forensics.runtime.jvm_archive import plan
 
-    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", JVM_OPTS)
+    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", default_jvm_opts())
     return " ".join(o for o in ("-Dlog4j2.level=error", opts, plan(java.path, java.raw, opts).options) if o)
 
 

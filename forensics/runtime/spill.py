@@ -40,9 +40,10 @@ def scratch_root() -> Path:
 CLUSTER_JOB_INPUT_BYTES = 256 << 20
 
 
-def collect_arrow(df: Any, columns: list[str], input_bytes: int = 0) -> pa.Table:
-    """`df`'s `columns` as one Arrow table, rows in the order Spark's partitions give them."""
-    if input_bytes >= SPILL_MIN_BYTES:
+def collect_arrow(df: Any, columns: list[str], input_bytes: int = 0, *, spill_min: int | None = None) -> pa.Table:
+    """`df`'s `columns` as one Arrow table, rows in the order Spark's partitions give them.
+    From `spill_min` bytes of input (SPILL_MIN_BYTES), not through the driver JVM (the module's docstring)."""
+    if input_bytes >= (SPILL_MIN_BYTES if spill_min is None else spill_min):
         if shares_this_disk(df.sparkSession):
             return _through_parquet(df.select(*columns), columns)
         if _has_context(df.sparkSession):

@@ -62,8 +62,21 @@ def _show(statuses, utc: bool, fmt_time) -> None:
             f"  directory {s.directory} (token, pid, engine.log)",
             f"  runs      {s.tool}; {s.spark}; Java {s.java}",
             f"  settings  {s.settings}",
+            f"  JIT       {_jit(s.jit)}",
         ]
         sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _jit(jit: dict | None) -> str:
+    """The warm-up's state in words (forensics/engine/warmup.py)."""
+    if not jit:
+        return "?"
+    rounds = jit.get("rounds") or []
+    reads = f"{len(rounds)} warm-up read(s)" + (f", the last {rounds[-1]:.1f} s" if rounds else "")
+    return {"pending": "warm-up not started yet", "off": "no warm-up (DELTA_FORENSICS_ENGINE_WARMUP=off)",
+            "running": f"warming up: {reads}", "done": f"warmed: {reads}",
+            "interrupted": f"warm-up ended by a command after {reads}",
+            "failed": f"warm-up failed ({jit.get('why') or '?'}) after {reads}"}.get(str(jit.get("state")), "?")
 
 
 def _duration(seconds: float | None) -> str:

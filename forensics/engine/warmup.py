@@ -1,0 +1,126 @@
+"""Warm the resident engine's JIT while nobody is waiting for it.
+
+A short-lived JVM is fastest with C1 alone (forensics/runtime/java.py JVM_OPTS); the engine lives
+for minutes, so it runs the full tiered JIT (C2), which costs about twice the CPU on a cold JVM's
+first log read and about a third less on every read once the hot code is compiled (BENCHMARKS.md).
+The engine pays that first price here, on a synthetic log of its own, before a user's command
+arrives: it starts its Spark session and reads the log a few times, until a round is no longer
+faster than the one before. A command that arrives meanwhile cancels the round in flight and
+is served at once; the warm-up does not resume.
+
+The synthetic log lives in the engine's private directory (never near a table), is written once
+per engine directory, and is read without the cache. `DELTA_FORENSICS_ENGINE_WARMUP=off` turns
+the warm-up off; `DELTA_FORENSICS_ENGINE_WARMUP_COMMITS` sets the log's length.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+logger = logging.getLogger(__name__)
+
+# At least reader.SMALL_READ_FILES commits: a first look at a long log runs Spark's generated code,
+# and that is the code to compile (a shorter read is interpreted).
+COMMITS = 3000
+MAX_ROUNDS = 8
+BUDGET_S = 180.0
+SETTLED = 0.95  # a round at least this fraction of the previous one's time: compiled enough
+
+
+def enabled() -> bool:
+    return os.environ.get("DELTA_FORENSICS_ENGINE_WARMUP", "on").strip().lower() not in ("off", "0", "no", "false")
+
+
+def _commits() -> int:
+    from forensics.log.reader import SMALL_READ_FILES
+
+    try:
+        return max(SMALL_READ_FILES, int(os.environ.get("DELTA_FORENSICS_ENGINE_WARMUP_COMMITS", COMMITS)))
+    except ValueError:
+        return COMMITS
+
+
+@dataclass
+class Warmup:
+    """What the warm-up did: its state and each round's seconds (`engine status` shows them)."""
+
+    state: str = "pending"  # pending | off | running | done | interrupted | failed
+    rounds: list[float] = field(default_factory=list)
+    why: str = ""
+    stop: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"state": self.state, "rounds": [round(r, 2) for r in self.rounds], "why": self.why}
+
+    def run(self, home: Path, lock: threading.Lock) -> None:
+        """Warm up under `lock` (the engine's one-command-at-a-time lock), a step at a time;
+        `self.stop`, set by an arriving command (`interrupt`), ends it."""
+        if not enabled():
+            self.state = "off"
+            return
+        self.state = "running"
+        started = time.monotonic()
+        try:
+            table = warm_table(home)
+            with lock:
+                if not self.stop.is_set():
+                    from forensics.runtime.spark import get_spark
+
+                    get_spark()
+            while not self.stop.is_set() and len(self.rounds) < MAX_ROUNDS and time.monotonic() - started < BUDGET_S:
+                with lock:
+                    t = time.perf_counter()
+                    if not read_once(table, self.stop):
+                        break
+                    self.rounds.append(time.perf_counter() - t)
+                if len(self.rounds) >= 3 and self.rounds[-1] >= SETTLED * self.rounds[-2]:
+                    break
+        except Exception as e:  # noqa: BLE001 - a cancelled job or a failed start: the engine serves as it is
+            self.why = f"{type(e).__name__}"
+        self.state = "interrupted" if self.stop.is_set() else ("failed" if self.why else "done")
+        logger.info("JIT warm-up %s after %d round(s): %s", self.state, len(self.rounds), self.to_dict()["rounds"])
+
+    def interrupt(self, cancel: Callable[[], None]) -> None:
+        """A command arrived: end the warm-up, stopping the round in flight."""
+        if self.state == "running" and not self.stop.is_set():
+            self.stop.set()
+            cancel()
+
+
+def warm_table(home: Path) -> Path:
+    """The synthetic log the warm-up reads, written once into the engine's directory."""
+    path = home / "jit-warmup"
+    if (path / "_delta_log").is_dir():
+        return path
+    from forensics.synth.generate import SynthConfig, synthesize
+
+    tmp = Path(tempfile.mkdtemp(prefix=".jit-warmup-", dir=home))
+    try:
+        synthesize(tmp / "table", SynthConfig(commits=_commits(), seed=0))
+        os.replace(tmp / "table", path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def read_once(table: Path, stop: threading.Event) -> bool:
+    """One first look as a command takes it: every commit parsed with Spark (no cache), then the
+    latest snapshot from its checkpoint. False: stopped before the end."""
+    from forensics.log.delta_log import DeltaLog
+    from forensics.log.snapshot import snapshot_frame
+
+    if stop.is_set():
+        return False
+    log = DeltaLog.open(str(table), use_cache=False)
+    if stop.is_set():
+        return False
+    snapshot_frame(log, log.latest_version, stats=False)
+    return not stop.is_set()
