@@ -580,3 +580,42 @@ def test_routing_keeps_credentials_and_other_sparks_in_process(monkeypatch):
     assert current_key({}, "/c").digest() != plain
     monkeypatch.setenv("DELTA_FORENSICS_ENGINE", "off")
     assert where("history", q) == (False, "DELTA_FORENSICS_ENGINE=off")
+
+
+# ---- an answer's bytes on their way: streamed by the engine, held by the client -----------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.binary(max_size=3000)), max_size=40))
+def test_the_client_holds_an_answer_byte_for_byte_in_order(writes):
+    """forensics/engine/client.py HeldOutput: what goes in comes out, per stream, in order."""
+    from forensics.engine import client
+    from forensics.engine.protocol import Output
+
+    held = client.HeldOutput()
+    for i in range(0, len(writes), 3):
+        held.add(Output([(fd, bytearray(b)) for fd, b in writes[i:i + 3]]))
+    got = list(held.chunks)
+    assert [(fd, b) for fd, b in got if b] == [(fd, b) for fd, b in writes if b]
+
+
+def test_the_engine_hands_on_each_frame_while_the_command_writes(monkeypatch):
+    """forensics/engine/isolation.py Capture with a sink: from OUTPUT_FRAME_BYTES written, the
+    output leaves the capture (the engine sends it), so a long answer is never held whole."""
+    from forensics.engine import isolation, protocol
+    from forensics.engine.protocol import Request
+
+    monkeypatch.setattr(isolation, "OUTPUT_FRAME_BYTES", 1000)
+    sent: list = []
+    capture = isolation.Capture(Request(op="run", token="", key=""), sent.append)
+    text = "".join(f"{i:05d}é\n" for i in range(2000))  # 16,000 bytes, non-ASCII
+    for line in text.splitlines(keepends=True):
+        capture.write(1 if line[0] != "9" else 2, line)
+    assert len(sent) >= 10 and capture.held < 1000
+    whole = [(fd, bytes(b)) for out in sent + [capture.output] for fd, b in out.chunks]
+    assert b"".join(b for fd, b in whole if fd == 1).decode() == "".join(x for x in text.splitlines(keepends=True) if x[0] != "9")
+    assert b"".join(b for fd, b in whole if fd == 2).decode() == "".join(x for x in text.splitlines(keepends=True) if x[0] == "9")
+    assert protocol.OUTPUT_FRAME_BYTES == 4 << 20  # the module's own constant is untouched

@@ -13,15 +13,16 @@ import errno
 import json
 import os
 import socket
+import struct
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from forensics.engine import place as places
 from forensics.engine.key import EngineKey, current_key
-from forensics.engine.protocol import SILENCE_S, Output, ProtocolError, Request, pack, receive, send, unpack
+from forensics.engine.protocol import OUTPUT_FRAME_BYTES, SILENCE_S, Output, ProtocolError, Request, pack, receive, send, unpack
 from forensics.engine.routing import Route, request_env, route
 
 DEFAULT_IDLE_S = 20 * 60
@@ -38,7 +39,7 @@ class Reply:
 
     kind: str
     code: int = 0
-    output: Output | None = None
+    output: "HeldOutput | Output | None" = None
     info: dict[str, Any] | None = None
     why: str = ""
 
@@ -158,7 +159,35 @@ def _umask() -> int:
     return mask
 
 
-def print_output(output: Output) -> None:
+class HeldOutput:
+    """An answer's output, held until the answer is whole (an engine lost mid-answer is re-run
+    in-process with nothing printed): in memory up to two frames, beyond that in an unnamed
+    private temporary file, so a 170 MB answer does not sit in the client's memory."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._file = tempfile.SpooledTemporaryFile(max_size=2 * OUTPUT_FRAME_BYTES)
+
+    def add(self, output: Output) -> None:
+        for fd, data in output.chunks:
+            self._file.write(struct.pack(">BQ", fd, len(data)))
+            self._file.write(data)
+
+    @property
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(1 or 2, bytes) in the order written, read back a frame at a time."""
+        f = self._file
+        f.seek(0)
+        while head := f.read(9):
+            fd, n = struct.unpack(">BQ", head)
+            while n > 0:
+                data = f.read(min(n, OUTPUT_FRAME_BYTES))
+                n -= len(data)
+                yield fd, data
+
+
+def print_output(output: "HeldOutput | Output") -> None:
     """Write the engine's captured output to this process's stdout and stderr, in its order."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
@@ -208,7 +237,7 @@ def ask(place: places.EnginePlace, request: Request, *, on_accept: Callable[[int
         if on_accept is not None:
             on_accept(int(first.get("pid", 0)))
         sock.settimeout(SILENCE_S)
-        output = Output()  # held until the answer is whole: an engine lost mid-answer is re-run in-process
+        output = HeldOutput()  # held until the answer is whole: an engine lost mid-answer is re-run in-process
         while True:
             try:
                 message = receive(sock)
@@ -218,10 +247,10 @@ def ask(place: places.EnginePlace, request: Request, *, on_accept: Callable[[int
             if status == "working":
                 continue
             if status == "output":
-                output.chunks += Output.from_wire(message.get("output", [])).chunks
+                output.add(Output.from_wire(message.get("output", [])))
                 continue
             if status == "done":
-                output.chunks += Output.from_wire(message.get("output", [])).chunks
+                output.add(Output.from_wire(message.get("output", [])))
                 return Reply("done", code=int(message.get("code", 0)), output=output, why=str(message.get("why") or ""))
             return Reply("declined", why=str(message.get("why", "")))
     finally:

@@ -14,9 +14,9 @@ import threading
 import time
 import warnings
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-from forensics.engine.protocol import Output, Request, unpack
+from forensics.engine.protocol import OUTPUT_FRAME_BYTES, Output, Request, unpack
 
 _current: "Capture | None" = None
 _lock = threading.Lock()
@@ -26,11 +26,13 @@ class Capture:
     """The bytes a request wrote to stdout (1) and stderr (2), in order, encoded as the client's
     streams would have encoded them (an unencodable character fails here as it would there)."""
 
-    def __init__(self, request: Request):
+    def __init__(self, request: Request, sink: Callable[[Output], None] | None = None):
         self.tty = {1: request.stdout_tty, 2: False}  # stderr: no spinner (it would only be replayed)
         self.encoding = {1: request.stdout_encoding, 2: request.stderr_encoding}
         self.errors = {1: request.stdout_errors, 2: request.stderr_errors}
         self.output = Output()
+        self.sink = sink  # takes each OUTPUT_FRAME_BYTES written, in order, while the command runs
+        self.held = 0
 
     def write_bytes(self, fd: int, data: bytes) -> None:
         if not data:
@@ -40,6 +42,11 @@ class Capture:
             chunks[-1][1].extend(data)  # type: ignore[union-attr] - a bytearray: grows in place, not copied per write
         else:
             chunks.append((fd, bytearray(data)))
+        self.held += len(data)
+        if self.sink is not None and self.held >= OUTPUT_FRAME_BYTES:
+            # On its way to the client now: a 170 MB answer is never held whole in the engine.
+            out, self.output, self.held = self.output, Output(), 0
+            self.sink(out)
 
     def write(self, fd: int, text: str) -> None:
         self.write_bytes(fd, text.encode(self.encoding[fd], self.errors[fd]))
@@ -115,13 +122,14 @@ def base_environment(environ: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def isolated(request: Request, base_env: dict[str, str]) -> Iterator[Capture]:
+def isolated(request: Request, base_env: dict[str, str], sink: Callable[[Output], None] | None = None) -> Iterator[Capture]:
     """Run the body as the client's process would: its environment, directory, umask, zone and
-    stdin; its output captured; everything restored afterwards."""
+    stdin; its output captured (and handed to `sink` a frame's worth at a time); everything
+    restored afterwards."""
     global _current
     from forensics.safe import secrets_scope
 
-    capture = Capture(request)
+    capture = Capture(request, sink)
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_streams = (sys.stdin, sys.stdout, sys.stderr)

@@ -4,9 +4,10 @@ One request per connection. The client sends a `Request`; the engine answers `wo
 while it runs (so a client can tell a busy engine from a hung one) and then one final frame:
 `done` (exit code and the command's output), `declined` (run it in-process instead) or
 `refused` (bad token, wrong key). Output bytes travel base64-encoded inside the JSON, in `output`
-frames of at most OUTPUT_FRAME_BYTES before the final frame: one frame holding the whole output
-of `snapshot --json` on a million files (170 MB) cost seconds to encode, send and decode, and a
-gigabyte of the client's memory.
+frames of at most OUTPUT_FRAME_BYTES, sent while the command runs (the engine never holds a whole
+answer) and held by the client, in a temporary file beyond two frames, until the final frame:
+one frame holding the whole output of `snapshot --json` on a million files (170 MB) cost seconds
+to encode, send and decode, and a gigabyte of the client's memory.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import hmac
 import importlib
 import json
 import os
+import queue
 import secrets
 import signal
 import socket
@@ -29,7 +30,7 @@ from typing import Any
 
 from forensics.engine import place as places
 from forensics.engine.isolation import base_environment, install_streams, isolated
-from forensics.engine.protocol import HEARTBEAT_S, ProtocolError, Request, receive, send
+from forensics.engine.protocol import HEARTBEAT_S, Output, ProtocolError, Request, receive, send
 from forensics.engine.warmup import Warmup
 
 REQUEST_LIMIT = 256 << 20  # a request carries argv, a small environment and at most a pasted error text
@@ -190,18 +191,20 @@ class Engine:
         if request.op == "run":
             self.warmup.interrupt(_cancel_spark_jobs)  # a command waits for no warm-up round
         result: dict[str, Any] = {}
-        done = threading.Event()
+        # Output a frame's worth at a time while the command runs (bounded: a slow client slows
+        # the command's writes, not the engine's memory); None: the command has ended.
+        outbox: queue.Queue[Output | None] = queue.Queue(maxsize=4)
 
         def work() -> None:
             try:
-                result.update(self._run(request))
+                result.update(self._run(request, outbox.put))
             except BaseException as e:  # noqa: BLE001 - answered, never raised in a worker thread
                 result.update({"status": "declined", "why": f"the engine failed: {type(e).__name__}"})
                 from forensics.safe import scrub
 
                 sys.__stderr__.write(scrub(traceback.format_exc()))
             finally:
-                done.set()
+                outbox.put(None)
 
         def finished() -> None:
             with self.state_lock:
@@ -211,11 +214,20 @@ class Engine:
         threading.Thread(target=work, daemon=True).start()
         try:
             send(conn, {"status": "accepted", "pid": os.getpid()})
-            while not done.wait(HEARTBEAT_S):
-                send(conn, {"status": "working"})
+            while True:
+                try:
+                    part = outbox.get(timeout=HEARTBEAT_S)
+                except queue.Empty:
+                    send(conn, {"status": "working"})
+                    continue
+                if part is None:
+                    break
+                for frame in part.frames():
+                    send(conn, frame)
         except OSError:
             _cancel_spark_jobs()  # the client is gone (Ctrl+C): stop what Spark runs for it
-            done.wait()
+            while outbox.get() is not None:  # let the command write to the end, into nothing
+                pass
             finished()
             return
         finished()
@@ -228,7 +240,7 @@ class Engine:
             pass  # the client left before its answer: nothing to answer
         gc.collect()  # what the command left behind, after its client has its answer
 
-    def _run(self, request: Request) -> dict[str, Any]:
+    def _run(self, request: Request, sink: Any = None) -> dict[str, Any]:
         with self.run_lock:
             if not os.path.isdir(request.cwd):
                 return {"status": "declined", "why": "the working directory is gone"}
@@ -241,7 +253,7 @@ class Engine:
             if restore is None:
                 return {"status": "declined", "why": "a --conf setting the running session cannot take"}
             try:
-                with isolated(request, self.base_env) as capture:
+                with isolated(request, self.base_env, sink) as capture:
                     from forensics.cli.main import main
 
                     try:
