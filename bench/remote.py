@@ -1,14 +1,16 @@
 """Remote tables: first look and +100-commit refresh of a log served by a local S3 server, side by
 side with deltalake's `history()` against the same server, in one run.
 
-    python bench/remote.py [--commits 2000 20000] [--work DIR]
+    python bench/remote.py [--commits 2000 20000] [--work DIR] [--rounds N]
 
 Per size: synthesize the log (delta-spark format, `delta-forensics synth`), upload every file but
 the last 100 commits to moto's S3 server on 127.0.0.1, then time, each as a fresh process
 (JVM start included): deltalake `DeltaTable(uri, storage_options).history()`; `delta-forensics
 history URI --json` with an empty cache (mirror + Spark); then upload the 100 commits and time
-both again (ours: the refresh fetches only the new files). Prints a table, writes
-bench/out/remote.json; BENCHMARKS.md records a run's figures.
+both again (ours: the refresh fetches only the new files). With `--rounds N` our refresh and a
+JVM start are alternated N times, the cache put back before each refresh as it was before the
+first (the same refresh each time), and their medians reported: a shared machine's load moves one
+run by seconds. Prints a table, writes bench/out/remote.json; BENCHMARKS.md records a run's figures.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,6 +37,9 @@ from run import hide_tail, machine, synth  # noqa: E402
 
 PY = sys.executable
 TAIL = 100
+REFRESH = f"delta-forensics history refresh +{TAIL}"
+JVM = "JVM start (local Spark, one job)"
+JVM_CMD = [PY, "-c", "from forensics.runtime.spark import get_spark; get_spark().range(1).count()"]
 KEY, SECRET, REGION = "bench", "bench-secret", "us-east-1"
 
 _DELTA_RS_HISTORY = """
@@ -91,7 +97,31 @@ def timed(name: str, cmd: list[str], env: dict[str, str], results: dict) -> None
     print(f"  {name:44s} {r.seconds:8.2f} s  {r.peak_rss_mb:7.0f} MB{'' if ok else '  FAILED'}", flush=True)
 
 
-def one_size(commits: int, work: Path, endpoint: str, results: dict) -> None:
+def refresh_rounds(ours: list[str], env: dict[str, str], cache: Path, rounds: int, res: dict) -> None:
+    """Our refresh, then a JVM start, `rounds` times; before each refresh but the first the cache
+    (parsed log and mirror) is put back as it was, so each run is the same +100 refresh. Each
+    figure is the median, its runs beside it; "refresh minus JVM start" pairs the runs of a round."""
+    backup = cache.with_name(cache.name + "-before-refresh")
+    if rounds > 1:
+        shutil.copytree(cache, backup, symlinks=True)
+    runs: dict[str, list[dict]] = {REFRESH: [], JVM: []}
+    for i in range(rounds):
+        if i:
+            shutil.rmtree(cache)
+            shutil.copytree(backup, cache, symlinks=True)
+        for name, cmd in ((REFRESH, ours), (JVM, JVM_CMD)):
+            one: dict = {}
+            timed(name, cmd, env, one)
+            runs[name].append(one[name])
+    shutil.rmtree(backup, ignore_errors=True)
+    for name, rs in runs.items():
+        res[name] = {"seconds": statistics.median(r["seconds"] for r in rs), "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
+                     "ok": all(r["ok"] for r in rs), "runs": [r["seconds"] for r in rs]}
+    res["refresh minus JVM start (s)"] = round(statistics.median(
+        a["seconds"] - b["seconds"] for a, b in zip(runs[REFRESH], runs[JVM])), 2)
+
+
+def one_size(commits: int, work: Path, endpoint: str, results: dict, rounds: int = 1) -> None:
     import boto3
 
     table = work / f"t{commits}"
@@ -114,12 +144,9 @@ def one_size(commits: int, work: Path, endpoint: str, results: dict) -> None:
     up2 = upload(endpoint, bucket, "t/_delta_log", side, tail)
     print(f"  +{TAIL} commits uploaded in {up2:.1f} s", flush=True)
     timed(f"delta-rs history() after +{TAIL}", [PY, "-c", _DELTA_RS_HISTORY, uri, json.dumps(opts)], env, res)
-    timed(f"delta-forensics history refresh +{TAIL}", ours, env, res)
-    timed("JVM start (local Spark, one job)", [PY, "-c", "from forensics.runtime.spark import get_spark; get_spark().range(1).count()"], env, res)
+    refresh_rounds(ours, env, cache, rounds, res)
     first = res["delta-forensics history first look"]["seconds"] / res["delta-rs history() first look"]["seconds"]
     res["ratio first look (ours / delta-rs)"] = round(first, 2)
-    res["refresh minus JVM start (s)"] = round(res[f"delta-forensics history refresh +{TAIL}"]["seconds"]
-                                               - res["JVM start (local Spark, one job)"]["seconds"], 2)
     print(f"  first look ratio {first:.2f}x; refresh - JVM start {res['refresh minus JVM start (s)']:.2f} s", flush=True)
     results[str(commits)] = res
     shutil.rmtree(table, ignore_errors=True)
@@ -130,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commits", type=int, nargs="+", default=[2000, 20000])
     ap.add_argument("--work", type=Path)
+    ap.add_argument("--rounds", type=int, default=1, help="refresh and JVM start this many times each (medians)")
     a = ap.parse_args(argv)
     work = a.work or Path(tempfile.mkdtemp(prefix="df-remote-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -137,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     proc, endpoint = start_moto(work)
     try:
         for n in a.commits:
-            one_size(n, work, endpoint, results)
+            one_size(n, work, endpoint, results, a.rounds)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -18,6 +18,7 @@ from forensics.model import ISOLATION_LEVELS
 
 if TYPE_CHECKING:  # the heavy stages load on first use: `history` of a cached table needs none of them
     from collections.abc import Iterator
+    from concurrent.futures import Future
     from datetime import datetime
     from traceback import TracebackException
 
@@ -138,13 +139,25 @@ class Table:
         self._writer_given = {**(prof.writer_conf if prof else {}), **self._writer_given}
         if not loc.is_remote:
             return DeltaLog.open(uri, use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
-        from forensics.log.remote import mirror_table
-
-        self.store = mirror_table(loc, storage_options, profile=profile, use_cache=use_cache, progress=progress)
+        self.store, starting = self._mirror(loc, storage_options, profile, use_cache, progress)
         log = DeltaLog.open(str(self.store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
-                            progress=progress, as_uri=loc.uri, spark_root=self._store_read_root(loc))
+                            progress=progress, as_uri=loc.uri, spark_root=self._store_read_root(loc),
+                            spark_starting=starting, known=self.store.mirror.entries)
         log.store = self.store
         return log
+
+    def _mirror(self, loc: "StoreLocation", storage_options: Mapping[str, str] | None, profile: str | None,
+                use_cache: bool, progress: Progress | None = None, parsed: int = -1) -> "tuple[RemoteTable, Future[Any] | None]":
+        """Mirror a remote table's log; Spark starts as soon as the store's listing shows commits past
+        the cache and `parsed` (the JVM comes up while they download), except for a session whose
+        executors read the store: its connector settings are only chosen once the mirror is there."""
+        from forensics.log.delta_log import SparkStarter
+        from forensics.log.remote import mirror_table
+
+        starter = SparkStarter(loc.uri, self._spark_session, use_cache, parsed)
+        store = mirror_table(loc, storage_options, profile=profile, use_cache=use_cache, progress=progress,
+                             on_commits=None if self._reads_from_store() else starter)
+        return store, starter.future
 
     @staticmethod
     def listed_commits(uri: str | Path, *, times: bool = True) -> list[tuple[int, int | None]] | None:
@@ -174,15 +187,22 @@ class Table:
         log = DeltaLog.open_cached(str(uri))
         return None if log is None else cls(uri, rules=rules, writer_conf=writer_conf, _log=log)
 
+    def _reads_from_store(self) -> bool:
+        """Whether Spark's executors read a remote table from the store: on a cluster the tool
+        starts; not in local mode, through Spark Connect or on a caller's session."""
+        from forensics.runtime.master import chosen_master
+        from forensics.storage.connectors import is_cluster
+
+        return self._spark is None and not self._remote and is_cluster(chosen_master(self._master))
+
     def _store_read_root(self, loc: "StoreLocation") -> str | None:
         """On a cluster the tool starts, the executors read a remote table from the store, not from
         this machine's mirror: the connector's settings join the session's (the user's win), and
-        the URI Spark reads is returned (forensics/storage/connectors.py). None in local mode,
-        through Spark Connect (the server reads with its own connectors) and on a caller's session."""
-        from forensics.runtime.master import chosen_master
-        from forensics.storage.connectors import is_cluster, plan
+        the URI Spark reads is returned (forensics/storage/connectors.py). None when the executors
+        read the mirror (`_reads_from_store`)."""
+        from forensics.storage.connectors import plan
 
-        if self._spark is not None or self._remote or not is_cluster(chosen_master(self._master)):
+        if not self._reads_from_store():
             return None
         assert self.store is not None
         read = plan(loc, self.store.options, self._spark_conf)
@@ -428,18 +448,17 @@ class Table:
         from forensics.log.listing import list_log
 
         uri, use_cache, storage_options, profile = self._reopen
-        store = self.store
+        store, starting = self.store, None
         if store is not None:
-            from forensics.log.remote import mirror_table
-
-            store = mirror_table(store.location, storage_options, profile=profile, use_cache=use_cache)
-        listing = list_log(str(store.mirror.root) if store is not None else self.location)
+            parsed = self.versions
+            store, starting = self._mirror(store.location, storage_options, profile, use_cache, parsed=parsed[-1] if parsed else -1)
+        listing = list_log(str(store.mirror.root), store.mirror.entries) if store is not None else list_log(self.location)
         now = (listing.fingerprint(), listing.latest_version)
         if now == (self._log.listing.fingerprint(), self._log.listing.latest_version):
             log = self._log
         elif store is not None:
             log = DeltaLog.open(str(store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
-                                as_uri=store.location.uri)
+                                as_uri=store.location.uri, spark_starting=starting, known=store.mirror.entries)
             log.store = store
         else:
             log = DeltaLog.open(self.location, use_cache=use_cache, spark_factory=self._spark_session)

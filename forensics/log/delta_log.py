@@ -4,7 +4,8 @@
 starts Spark for commits the cache has not seen. A repeat look with no new commits reads
 three Parquet files with polars and never waits for a JVM; the (large) file-actions table is
 only read from the cache when a caller first touches `log.actions` (`history` never does).
-When Spark will surely be needed, the JVM starts while `_delta_log` is listed.
+When Spark will surely be needed, the JVM starts while `_delta_log` is listed; for a remote table,
+as soon as the store's listing shows commits past the cache (`SparkStarter`), while they download.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import json
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from collections.abc import Iterable
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import polars as pl
 
@@ -34,6 +35,9 @@ from forensics.log.sanity import sanity_findings, split_invalid_actions
 from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, ParsedFiles, arrow_schema, read_commit_files
 from forensics.model import CommitRecord, Finding
 from forensics.runtime.paths import table_cache_dir
+
+if TYPE_CHECKING:
+    from forensics.log.remote import ListedCommits
 
 SparkFactory = Callable[[], Any]
 Progress = Callable[[str], None]
@@ -78,34 +82,35 @@ class DeltaLog:
         progress: Progress | None = None,
         as_uri: str | None = None,
         spark_root: str | None = None,
+        spark_starting: "Future[Any] | None" = None,
+        known: "L.Known | None" = None,
     ) -> "DeltaLog":
         """Read the log at `location`; `as_uri` is the table's own URI when `location` is a local
         mirror of a remote `_delta_log` (the cache, paths and output then speak of the remote table);
         `spark_root` is where Spark reads the table from instead of the mirror (a cluster's
-        executors reading the store: forensics/storage/connectors.py)."""
+        executors reading the store: forensics/storage/connectors.py); `spark_starting` is a start
+        of `spark_factory` the caller began earlier (`SparkStarter`), taken instead of one here;
+        `known` is what a mirror that has just written `location` knows of its entries (`list_log`)."""
         spark_factory = spark_factory or _default_spark
         say = progress or (lambda _msg: None)
-        listing, spark = _list_while_starting(location, spark_factory, use_cache, as_uri)
+        listing, spark = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known)
         if spark_root is not None:
             listing.spark_log_uri = spark_root.rstrip("/") + "/_delta_log"
         if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
             raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
         cache_dir = table_cache_dir(listing.table_uri)
         plan = _plan_files(listing)
-        early = None
-        if spark is None and use_cache and _cache_is_behind(cache_dir, plan):
-            # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k),
-            # with the heap the new files ask for (forensics/log/sizes.py).
+        early = spark_starting
+        if early is None and spark is None and use_cache and _cache_is_behind(cache_dir, plan):
+            # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
             newest = _cached_max(cache_dir)  # once: read per version it re-read the cache's meta 20,000 times (minutes)
-            _reserve_heap([f for v, (f, _) in plan.items() if v > newest], plan)
-            pool = ThreadPoolExecutor(max_workers=1)
-            early = pool.submit(spark_factory)
-            pool.shutdown(wait=False)
+            early = start_spark([f for v, (f, _) in plan.items() if v > newest], plan, spark_factory)
         cached = _load_cache(cache_dir, listing.table_uri) if use_cache else None
+        covered = cached is not None and _cache_covers(cached, plan)  # while the JVM starts
         if early is not None:
             spark = early.result()
         started = False
-        if cached is not None and _cache_covers(cached, plan):
+        if covered:
             commits, actions, others, meta = cached
             new_files = [f for v, (f, _) in sorted(plan.items()) if v > meta["max_version"]]
             from_cache = True
@@ -328,22 +333,63 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
     return listing
 
 
-def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool,
-                         as_uri: str | None = None) -> tuple[L.LogListing, Any]:
+def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool, as_uri: str | None = None,
+                         starting: "Future[Any] | None" = None, known: "L.Known | None" = None) -> tuple[L.LogListing, Any]:
     """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
-    consult, a local log directory). The listing comes first so the JVM's heap can be sized
-    from the files it will parse (forensics/log/sizes.py): a local listing of 20,000 commits
-    takes tens of milliseconds, a JVM that dies of a too-small heap the whole run.
+    consult, a local log directory) and the caller has not already begun (`starting`). The
+    listing comes first so the JVM's heap can be sized from the files it will parse
+    (forensics/log/sizes.py): a local listing of 20,000 commits takes tens of milliseconds, a JVM
+    that dies of a too-small heap the whole run.
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
     cached = use_cache and C.current_dir(table_cache_dir(as_uri or table_uri)) is not None
-    listing = _as(L.list_log(location), as_uri)
-    if not local_log or cached:
+    listing = _as(L.list_log(location, known), as_uri)
+    if starting is not None or not local_log or cached:
         return listing, None
     plan = _plan_files(listing)
     _reserve_heap([f for f, _ in plan.values()], plan)
     return listing, spark_factory()
+
+
+def start_spark(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], spark_factory: SparkFactory) -> "Future[Any]":
+    """Start Spark on a thread while the caller goes on (loading the cache, fetching the files),
+    its heap first sized for `files` (forensics/log/sizes.py): a JVM cannot grow once it runs."""
+    _reserve_heap(files, plan)
+    pool = ThreadPoolExecutor(max_workers=1)
+    early = pool.submit(spark_factory)
+    pool.shutdown(wait=False)
+    return early
+
+
+@dataclass
+class SparkStarter:
+    """Given the commit files a store's listing shows (a remote table's, before the mirror fetches
+    them), starts Spark once if any lies past both the parsed-log cache and `parsed` (the newest
+    version the caller holds parsed: a refresh's): the JVM then comes up while the files download,
+    the mirror is scanned and listed. Nothing new (a refresh of an unchanged table): no JVM. A JSON
+    file of SCAN_MIN_BYTES or more listed: no early start either, since only a scan of its local
+    copy's lines sizes the heap right (`open` starts Spark after the listing, as before)."""
+
+    table_uri: str
+    spark_factory: SparkFactory
+    use_cache: bool
+    parsed: int = -1
+    future: "Future[Any] | None" = None  # the start, for `DeltaLog.open(spark_starting=...)`
+
+    def __call__(self, listed: "ListedCommits") -> None:
+        from forensics.log.sizes import SCAN_MIN_BYTES
+
+        if self.future is not None or listed.largest_json >= SCAN_MIN_BYTES:
+            return
+        newest = max(self.parsed, _cached_max(table_cache_dir(self.table_uri)) if self.use_cache else -1)
+        plan = {v: (f, "commit") for v, f in listed.commits.items() if v > newest}
+        if not plan:
+            return
+        try:
+            self.future = start_spark([f for f, _ in plan.values()], plan, self.spark_factory)
+        except ForensicsError:
+            return  # more heap than a running session has: said where the files are read, as before
 
 
 def _reserve_heap(files: list, plan: dict[int, tuple[L.LogFile, str]]) -> None:

@@ -37,6 +37,8 @@ _TMP_DIR = ".delta-forensics-mirror.tmp"
 _LOCK = ".delta-forensics-mirror.lock"
 _MANIFEST_VERSION = 1
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Folder under the table root ("_delta_log", "_delta_log/_sidecars") -> name -> that entry's `lstat`.
+Entries = dict[str, dict[str, os.stat_result]]
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ class Mirror:
     seconds: float
     skipped: tuple[str, ...] = field(default=())  # remote names that cannot be a local path
     listed_from: str | None = None  # None: the whole `_delta_log` was listed; else the offset of a tail listing
+    # Every entry of the copy as this run left it (its scan, then its writes and removals): a listing
+    # of the copy right after (forensics.log.listing.list_log) need not stat each file again.
+    entries: Entries | None = field(default=None, repr=False, compare=False)
 
     @property
     def log_dir(self) -> Path:
@@ -299,13 +304,16 @@ def _fetch_once(store, remote: RemoteFile, target: Path, tmp_dir: Path) -> Remot
     return expected
 
 
-def _local_state(log_dir: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
-    """Every file of the local mirror ("_delta_log/...": (size, mtime in ms)) and its
-    subdirectories, in one `scandir` pass: both the changed-file check and the removals use it
-    (an `os.walk` with `relpath` and a pathlib `stat` per file took ~0.5 s at 20,000 files).
-    Directories are classified as `os.walk` does (a link to one is neither entered nor removed)."""
+def _local_state(log_dir: Path) -> tuple[dict[str, tuple[int, int]], list[str], Entries]:
+    """Every file of the local mirror ("_delta_log/...": (size, mtime in ms)), its subdirectories
+    ("_delta_log/..."), and every entry's `lstat` by folder, in one `scandir` pass: the
+    changed-file check, the removals and the listing of the copy all use it (an `os.walk` with
+    `relpath` and a pathlib `stat` per file took ~0.5 s at 20,000 files). Directories are
+    classified as `os.walk` does (a link to one is neither entered nor removed). A regular file's
+    `stat` is its `lstat` (os.DirEntry keeps it): no second system call."""
     files: dict[str, tuple[int, int]] = {}
     dirs: list[str] = []
+    entries: Entries = {}
     stack = [(os.fspath(log_dir), LOG_DIR)]
     while stack:
         path, rel = stack.pop()
@@ -313,13 +321,18 @@ def _local_state(log_dir: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
             it = os.scandir(path)
         except OSError:
             continue
+        here = entries[rel] = {}
         with it:
             for e in it:
                 name = f"{rel}/{e.name}"
                 try:
+                    here[e.name] = e.stat(follow_symlinks=False)
+                except OSError:  # gone: a listing would not show it either
+                    pass
+                try:
                     if e.is_dir():
                         if not e.is_symlink():
-                            dirs.append(e.path)
+                            dirs.append(name)
                             stack.append((e.path, name))
                         continue
                     st = e.stat()
@@ -327,15 +340,50 @@ def _local_state(log_dir: Path) -> tuple[dict[str, tuple[int, int]], list[str]]:
                     files[name] = (-1, -1)
                     continue
                 files[name] = (st.st_size, st.st_mtime_ns // 1_000_000)
-    return files, dirs
+    return files, dirs, entries
 
 
-def _prune_empty_dirs(dirs: list[str]) -> None:
-    for path in sorted(dirs, key=len, reverse=True):
+def _note_folder(entries: Entries, dest: Path, folder: str) -> None:
+    """Enter a folder of the copy (and those above it, up to `_delta_log`) if the scan did not see it."""
+    if folder in entries:
+        return
+    entries[folder] = {}
+    parent, _, name = folder.rpartition("/")
+    if parent:
+        _note_folder(entries, dest, parent)
         try:
-            os.rmdir(path)
+            entries[parent][name] = os.lstat(dest / folder)
         except OSError:
-            pass
+            entries[parent].pop(name, None)
+
+
+def _note_written(entries: Entries, dest: Path, rel: str) -> None:
+    """Enter a file this run wrote, as a listing of the copy would see it."""
+    folder, _, name = rel.rpartition("/")
+    _note_folder(entries, dest, folder)
+    try:
+        entries[folder][name] = os.lstat(dest / rel)
+    except OSError:
+        entries[folder].pop(name, None)
+
+
+def _note_gone(entries: Entries, rel: str) -> None:
+    """Forget a file or folder this run removed."""
+    folder, _, name = rel.rpartition("/")
+    entries.get(folder, {}).pop(name, None)
+    entries.pop(rel, None)
+
+
+def _prune_empty_dirs(dest: Path, dirs: list[str]) -> list[str]:
+    """Remove the folders left empty, deepest first; the ones removed."""
+    removed = []
+    for rel in sorted(dirs, key=len, reverse=True):
+        try:
+            os.rmdir(dest / rel)
+        except OSError:
+            continue
+        removed.append(rel)
+    return removed
 
 
 def mirror_log(
@@ -345,6 +393,7 @@ def mirror_log(
     *,
     progress: Callable[[MirrorProgress], None] | None = None,
     max_workers: int = 8,
+    on_listed: Callable[[list[RemoteFile]], None] | None = None,
 ) -> Mirror:
     """Make `dest/_delta_log/` an exact copy of the table's remote `_delta_log/`.
 
@@ -354,6 +403,9 @@ def mirror_log(
     interrupted run leaves no partial file) with the object's last-modified time as mtime;
     deletes local files whose object is gone. `dest` must be empty, absent, or an earlier mirror. Raises `NotADeltaTable` when
     the location has no `_delta_log`, and the store errors of `forensics.storage.errors`.
+    `on_listed` is given the objects the store listed (a refresh: only the log's tail) as soon as
+    the listing is in, before the local scan and the downloads: what the new files will need (a
+    JVM to parse them) can start while they arrive.
     """
     started = time.monotonic()
     loc, options = _resolve(location, options)
@@ -381,8 +433,10 @@ def mirror_log(
 
         skipped = tuple(sorted(r.path for r in remote if not _safe_relative(r.path)))
         remote = [r for r in remote if _safe_relative(r.path)]
+        if on_listed is not None:
+            on_listed(remote)
         kept = [p for p in kept if _safe_relative(p)]  # the manifest's own names: checked all the same
-        local, local_dirs = _local_state(log_dir)
+        local, local_dirs, entries = _local_state(log_dir)
         todo = [r for r in remote if not _unchanged(local.get(r.path), r, manifest.get(r.path))]
         todo += [_recorded(p, manifest[p]) for p in kept if not _kept_unchanged(local.get(p), manifest[p])]
         reused = len(remote) + len(kept) - len(todo)
@@ -407,6 +461,7 @@ def mirror_log(
                 fetched += 1
                 bytes_fetched += got.size
                 new_manifest[r.path] = {"size": got.size, "etag": got.etag, "last_modified_ms": got.last_modified_ms}
+                _note_written(entries, dest, r.path)
 
         try:
             if progress:
@@ -441,7 +496,9 @@ def mirror_log(
                 removed += 1
             except FileNotFoundError:
                 pass
-        _prune_empty_dirs(local_dirs)
+            _note_gone(entries, rel)
+        for rel in _prune_empty_dirs(dest, local_dirs):
+            _note_gone(entries, rel)
     logger.info("mirrored %s: %d objects listed (%d more known from the manifest), %d fetched (%d bytes), %d unchanged, "
                 "%d removed, in %.2f s", loc.uri, len(remote), len(kept), fetched, bytes_fetched, reused, removed,
                 time.monotonic() - started)
@@ -455,6 +512,7 @@ def mirror_log(
         seconds=round(time.monotonic() - started, 3),
         skipped=skipped,
         listed_from=listed_from,
+        entries=entries,
     )
 
 
