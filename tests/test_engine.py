@@ -348,6 +348,20 @@ def test_a_command_finding_no_engine_runs_here_and_starts_one_for_the_next(cache
 
 
 @pytest.mark.slow
+def test_commands_ending_together_with_no_engine_start_one(cache):
+    """Two commands that found no engine end at about the same time: the second sees the first's
+    engine starting (its pid file, before its socket) and neither retires it nor starts another."""
+    env = _env(cache)
+    procs = [subprocess.Popen(CLI + ["history", str(QUICK), "--json", "--no-cache"], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=str(SAMPLE_LOGS)) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    pid = _wait_for(lambda: _engine_pid(env))
+    time.sleep(3)  # room for a second engine to appear, were one started
+    assert {p for p in _pids(cache) if _alive(p)} == {pid}
+
+
+@pytest.mark.slow
 def test_the_engine_warms_its_jit_while_idle_and_a_command_ends_the_warm_up(cache):
     """The engine's JVM runs the full tiered JIT and compiles the log reader's hot code on a
     synthetic log of its own while nobody waits; a command arriving ends the warm-up and is

@@ -115,14 +115,30 @@ def start_deferred() -> None:
         places.prepare(place)
         with _locked(place.lock, time.monotonic() + 2.0):  # held longer: another caller is starting it
             reply = status(place)
-            if reply.kind == "done" and reply.info:
+            if (reply.kind == "done" and reply.info) or (reply.kind == "absent" and _starting(place) is not None):
                 return
             retire(place)
             _retire_superseded(place, key)
             _make_room()
-            _spawn(place, key, idle)
+            proc = _spawn(place, key, idle)
+            # Its pid now, not at the end of its boot: the next caller sees it starting and neither
+            # retires it as hung nor starts a second one (_starting).
+            places.write_private(place.pid, f"{proc.pid}\n")
     except (places.PlaceUnsafe, StartFailed, OSError):
         pass
+
+
+def _starting(place: places.EnginePlace) -> int | None:
+    """The pid of an engine of ours that may still be starting at `place` (its pid file written
+    less than START_TIMEOUT_S ago; asked only when no socket answers there), else None."""
+    pid = _pid(place)
+    if pid is None or place.token.exists() or not _is_our_engine(pid, place):
+        return None  # a token file there: its boot is over (the engine writes it last)
+    try:
+        age = time.time() - place.pid.stat().st_mtime
+    except OSError:
+        return None
+    return pid if age < START_TIMEOUT_S else None
 
 
 def _request(r: Route, argv: list[str]) -> Request:
@@ -281,6 +297,12 @@ def start(place: places.EnginePlace, key: EngineKey, idle: float, *, timeout: fl
         reply = status(place)
         if reply.kind == "done" and reply.info:
             return reply.info
+        booting = _starting(place) if reply.kind == "absent" else None
+        while booting is not None and reply.kind == "absent" and time.monotonic() < deadline and _is_our_engine(booting, place):
+            time.sleep(0.05)
+            reply = status(place)  # one a command started as it ended (start_deferred): wait for it
+            if reply.kind == "done" and reply.info:
+                return reply.info
         retire(place)
         _retire_superseded(place, key)
         _make_room()
