@@ -117,15 +117,21 @@ def start_deferred() -> None:
             reply = status(place)
             if (reply.kind == "done" and reply.info) or (reply.kind == "absent" and _starting(place) is not None):
                 return
-            retire(place)
-            _retire_superseded(place, key)
-            _make_room()
-            proc = _spawn(place, key, idle)
-            # Its pid now, not at the end of its boot: the next caller sees it starting and neither
-            # retires it as hung nor starts a second one (_starting).
-            places.write_private(place.pid, f"{proc.pid}\n")
+            _replace(place, key, idle)
     except (places.PlaceUnsafe, StartFailed, OSError):
         pass
+
+
+def _replace(place: places.EnginePlace, key: EngineKey, idle: float) -> Any:
+    """Under the place's lock: retire what is there, make room, spawn a new engine. Its pid is
+    written now, not at the end of its boot, so the next caller sees it starting and neither
+    retires it as hung nor starts a second one (_starting)."""
+    retire(place)
+    _retire_superseded(place, key)
+    _make_room()
+    proc = _spawn(place, key, idle)
+    places.write_private(place.pid, f"{proc.pid}\n")
+    return proc
 
 
 def _starting(place: places.EnginePlace) -> int | None:
@@ -199,6 +205,8 @@ class HeldOutput:
             fd, n = struct.unpack(">BQ", head)
             while n > 0:
                 data = f.read(min(n, OUTPUT_FRAME_BYTES))
+                if not data:
+                    return  # our own file cut short: never loop on it
                 n -= len(data)
                 yield fd, data
 
@@ -303,10 +311,7 @@ def start(place: places.EnginePlace, key: EngineKey, idle: float, *, timeout: fl
             reply = status(place)  # one a command started as it ended (start_deferred): wait for it
             if reply.kind == "done" and reply.info:
                 return reply.info
-        retire(place)
-        _retire_superseded(place, key)
-        _make_room()
-        proc = _spawn(place, key, idle)
+        proc = _replace(place, key, idle)
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise _failure(place, proc.returncode)
