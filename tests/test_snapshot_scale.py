@@ -16,6 +16,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import forensics.cli.commands._snapshot_json as sj
 from forensics.cli.commands.snapshot import snapshot_json
@@ -111,7 +113,7 @@ def test_active_files_is_the_last_action_per_key(sample_logs, shared_dir, spark)
     for table in tables:
         log = DeltaLog.open(str(table))
         acts, _oth, _base = state_actions(log, log.latest_version)
-        got = active_files(acts, log.location)
+        got = active_files(acts.clone(), log.location)  # it takes its input over
         want = _reference_active_files(acts, log.location)
         assert got.columns == want.columns, table
         assert got["cpath"].is_sorted(), table
@@ -184,3 +186,51 @@ def test_large_checkpoint_stats_less_and_cached_apart(tmp_path, spark, monkeypat
         p.unlink()
     monkeypatch.setattr(DeltaLog, "spark", lambda self: pytest.fail("Spark started although the cache covers it"))
     assert assert_same(table) == frame.files.height
+
+
+_ROW = st.fixed_dictionaries({
+    "_t": st.sampled_from(["a", "o"]),
+    "kind": st.one_of(st.none(), st.sampled_from(["add", "remove", "metaData", "txn"])),
+    "path": st.one_of(st.none(), st.text(max_size=8)),
+    "size": st.one_of(st.none(), st.integers(-2**40, 2**40)),
+    "payload": st.one_of(st.none(), st.text(max_size=8)),
+    "stats": st.none(),
+})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_ROW, max_size=40), st.booleans())
+def test_rows_split_a_column_at_a_time_are_the_rows_a_filter_gives(rows, by_kind):
+    """`reader._split` (which lets go of each column as it copies it) gives, for any rows, the
+    file rows' action columns and the other rows' other columns that filtering whole tables gave,
+    and `frame_of` (null columns kept as constants) the frame `pl.from_arrow` gives."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, _split
+    from forensics.log.snapshot import frame_of
+
+    types = {"_t": pa.string(), "kind": pa.string(), "path": pa.string(), "size": pa.int64(), "payload": pa.string(),
+             "stats": pa.string()}
+    got = pa.table({k: pa.array([r[k] for r in rows], t) for k, t in types.items()})
+    if by_kind:
+        mask = pc.fill_null(pc.is_in(got.column("kind"), pa.array(["add", "remove"])), False)
+    else:
+        mask = pc.equal(got.column("_t"), "a")
+    want_files = got.filter(mask).select([c for c in got.column_names if c in ACTION_COLUMNS])
+    want_others = got.filter(pc.invert(mask)).select([c for c in got.column_names if c in OTHER_COLUMNS])
+    files, others = _split(got, lambda t: mask)
+    assert files.equals(want_files) and others.equals(want_others)
+    for t in (got, files, others):
+        assert frame_of(t).equals(pl.from_arrow(t)) and frame_of(t).schema == pl.from_arrow(t).schema
+
+
+def test_active_files_takes_its_input_over(sample_logs):
+    """active_files moves each column out of the frame it is given (so a 1M-add state is not
+    held twice): the caller's frame is left without columns, and a clone given instead is not."""
+    log = DeltaLog.open(str(sample_logs / "a-merge-partitions/table"))
+    acts, _oth, _base = state_actions(log, log.latest_version)
+    kept = acts.clone()
+    got = active_files(acts, log.location)
+    assert acts.width == 0 and got.height > 0
+    assert active_files(kept.clone(), log.location).equals(got) and kept.width > 0
