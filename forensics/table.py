@@ -458,7 +458,8 @@ class Table:
             log = self._log
         elif store is not None:
             log = DeltaLog.open(str(store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
-                                as_uri=store.location.uri, spark_starting=starting, known=store.mirror.entries)
+                                as_uri=store.location.uri, spark_root=self._store_read_root(store.location),
+                                spark_starting=starting, known=store.mirror.entries)
             log.store = store
         else:
             log = DeltaLog.open(self.location, use_cache=use_cache, spark_factory=self._spark_session)

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -124,3 +125,53 @@ def test_control_the_worker_cannot_read_what_only_the_drivers_cache_holds(hidden
     assert r.returncode != 0, "the worker read a path only the driver has: the namespace hides nothing"
     assert "delta-forensics: error:" in r.stderr and "Traceback" not in r.stderr
     assert "FileNotFoundException" in r.stderr and str(copy) in r.stderr  # read on the worker, where it is not
+
+
+# A follower on the cluster (the Python API's `Table.refresh`, what `watch` runs): it prints the
+# versions it opened with, waits for the test to commit one more, refreshes and prints its history.
+FOLLOWER = r"""
+import json, pathlib, sys, time
+from forensics import Table
+uri, master, opts, go = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), pathlib.Path(sys.argv[4])
+t = Table(uri, master=master, storage_options=opts)
+print(json.dumps(list(t.versions)), flush=True)
+while not go.exists():
+    time.sleep(0.1)
+print(t.refresh().history_json(), flush=True)
+"""
+
+
+def test_a_refresh_on_the_cluster_reads_the_new_commits_from_s3(hidden_cache_cluster, store_jars, s3_server, sample_logs,
+                                                                  tmp_path):
+    """`Table.refresh()` of a remote table on a cluster hands the executors the store's URI too, not
+    the driver's mirror (which this worker cannot see): the new commit's parse equals local mode's."""
+    url, env, cache = hidden_cache_cluster
+    local_table = sample_logs / "quickstart" / "table"  # 20 commits, a checkpoint at v18
+    first = tmp_path / "first"
+    shutil.copytree(local_table, first)
+    (first / "_delta_log" / f"{19:020d}.json").unlink()
+    bucket = f"rf-{uuid.uuid4().hex[:10]}"
+    s3_server.create_bucket(bucket)
+    upload_dir(s3_server.store(bucket, "t"), first)
+    go = tmp_path / "go"
+    e = {**env, "DELTA_FORENSICS_STORE_JARS": store_jars, "DELTA_FORENSICS_CACHE_DIR": str(cache),
+         "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    p = subprocess.Popen([sys.executable, "-c", FOLLOWER, f"s3://{bucket}/t", url, json.dumps(s3_server.options()), str(go)],
+                         env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        opened = p.stdout.readline()
+        assert json.loads(opened or "null") == list(range(19)), p.stderr.read()[-3000:] if not opened else opened
+        import obstore
+
+        name = f"_delta_log/{19:020d}.json"
+        obstore.put(s3_server.store(bucket, "t"), name, (local_table / name).read_bytes())
+        go.touch()
+        out, err = p.communicate(timeout=600)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err[-3000:]
+    got = json.loads(out)
+    want = _json(_cli(["history", str(local_table), "--json", "-q", "--no-cache"], tmp_path, env))
+    for c in [*got, *want]:
+        c.pop("table", None)
+    assert [c["version"] for c in got] == list(range(20)) and got == want

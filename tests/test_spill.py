@@ -90,3 +90,28 @@ def test_a_large_checkpoint_reaches_python_through_the_scratch_with_the_same_row
     assert spilled.others.equals(collected.others)
     root = spill.scratch_root()
     assert not root.exists() or not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")]
+
+
+def test_the_warm_ups_reads_spill_whatever_their_size_and_a_command_thread_keeps_the_thresholds(busy, spark, monkeypatch):
+    """The engine's JIT warm-up reads its small log within `spilling_everything` so the large
+    checkpoint's path gets compiled; a command served meanwhile, on another thread, keeps the
+    thresholds. Either way the rows are the same."""
+    import threading
+
+    from forensics.log import reader
+
+    listing = list_log(str(busy))
+    cp = max(listing.checkpoints, key=lambda c: c.version)
+    threads = []
+    monkeypatch.setattr(spill, "_through_parquet",
+                        lambda df, cols, real=spill._through_parquet: threads.append(threading.get_ident()) or real(df, cols))
+    other = []
+    with spill.spilling_everything():
+        spilled = reader.read_checkpoint(spark, listing, cp, stats=False)
+        t = threading.Thread(target=lambda: other.append(reader.read_checkpoint(spark, listing, cp, stats=False)))
+        t.start()
+        t.join()
+    after = reader.read_checkpoint(spark, listing, cp, stats=False)
+    assert threads == [threading.get_ident()]  # this thread's read, within, and no other
+    assert spilled.actions.equals(other[0].actions) and spilled.actions.equals(after.actions)
+    assert spilled.others.equals(other[0].others)

@@ -116,11 +116,13 @@ def read_once(table: Path, stop: threading.Event) -> bool:
     latest snapshot from its checkpoint. False: stopped before the end."""
     from forensics.log.delta_log import DeltaLog
     from forensics.log.snapshot import snapshot_frame
+    from forensics.runtime.spill import spilling_everything
 
     if stop.is_set():
         return False
     log = DeltaLog.open(str(table), use_cache=False)
     if stop.is_set():
         return False
-    snapshot_frame(log, log.latest_version, stats=False)
+    with spilling_everything():  # the path a large checkpoint takes (forensics/runtime/spill.py)
+        snapshot_frame(log, log.latest_version, stats=False)
     return not stop.is_set()

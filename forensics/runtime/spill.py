@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,23 @@ from forensics.runtime.paths import cache_root
 # log (33 MB) stays below it: a result that fits the driver is collected directly (the write and
 # the read back would be extra work).
 SPILL_MIN_BYTES = 256 << 20
+
+
+# Set by the warm engine's JIT warm-up (forensics/engine/warmup.py) for its own reads: its small
+# log then takes the path a large one takes, so that path's code is compiled before a command needs
+# it (the first 1M-file snapshot after a warm-up was ~2 s slower than the next). Per thread: a
+# command served meanwhile keeps the thresholds.
+_spill_always: ContextVar[bool] = ContextVar("spill_always", default=False)
+
+
+@contextmanager
+def spilling_everything():
+    """Within: this thread's local reads go through the scratch Parquet whatever their size."""
+    token = _spill_always.set(True)
+    try:
+        yield
+    finally:
+        _spill_always.reset(token)
 
 
 def scratch_root() -> Path:
@@ -43,7 +61,7 @@ CLUSTER_JOB_INPUT_BYTES = 256 << 20
 def collect_arrow(df: Any, columns: list[str], input_bytes: int = 0, *, spill_min: int | None = None) -> pa.Table:
     """`df`'s `columns` as one Arrow table, rows in the order Spark's partitions give them.
     From `spill_min` bytes of input (SPILL_MIN_BYTES), not through the driver JVM (the module's docstring)."""
-    if input_bytes >= (SPILL_MIN_BYTES if spill_min is None else spill_min):
+    if input_bytes >= (SPILL_MIN_BYTES if spill_min is None else spill_min) or _spill_always.get():
         if shares_this_disk(df.sparkSession):
             return _through_parquet(df.select(*columns), columns)
         if _has_context(df.sparkSession):
