@@ -205,6 +205,7 @@ class Engine:
                 sys.__stderr__.write(scrub(traceback.format_exc()))
             finally:
                 outbox.put(None)
+                _give_back_arrow_memory()
 
         def finished() -> None:
             with self.state_lock:
@@ -316,6 +317,15 @@ def _take_runtime_conf(conf: dict[str, str]) -> Any:
                 pass
 
     return restore
+
+
+def _give_back_arrow_memory() -> None:
+    """What a command's Arrow tables held goes back to the system, not kept by Arrow's pool for
+    the engine's idle minutes (polars' own allocator does so by itself: runtime/allocator.py)."""
+    if "pyarrow" in sys.modules:
+        from forensics.log.reader import release_arrow_memory
+
+        release_arrow_memory()
 
 
 def _cancel_spark_jobs() -> None:
