@@ -372,6 +372,9 @@ def test_the_engine_warms_its_jit_while_idle_and_a_command_ends_the_warm_up(cach
     assert _wait_for(lambda: len(_jit(env).get("rounds", [])) >= 1, 300), _jit(env)
     flags = _engine_jvm_flags(pid)
     assert "-XX:+UseSerialGC" in flags and "TieredStopAtLevel" not in flags, flags
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    conf = [e for e in environ if e.startswith(b"_RJEM_MALLOC_CONF=")]
+    assert conf and conf[0].endswith(b"dirty_decay_ms:0,muzzy_decay_ms:0"), conf  # polars returns freed pages at once
     argv = ["history", str(BUSY), "--json", "--no-cache"]
     _same(run(argv, env), run(argv + ["--no-engine"], env))
     assert _served(env) == 1

@@ -21,7 +21,6 @@ from typing import Sequence
 from forensics import __version__
 from forensics.errors import ExitCode, ForensicsError
 from forensics import cache_root, fewer_collections
-from forensics.runtime.allocator import return_freed_memory
 from forensics.safe import remember_argv, remember_environment, scrub
 
 PROG = "delta-forensics"
@@ -142,7 +141,6 @@ def _chosen_command(argv: Sequence[str] | None, names: list[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return_freed_memory()  # before polars loads (forensics/runtime/allocator.py)
     remember_argv(sys.argv[1:] if argv is None else argv)  # scrubbed from every message below
     remember_environment(os.environ)
     parser = build_parser(argv)

@@ -24,6 +24,7 @@ from forensics.engine import place as places
 from forensics.engine.key import EngineKey, current_key
 from forensics.engine.protocol import OUTPUT_FRAME_BYTES, SILENCE_S, Output, ProtocolError, Request, pack, receive, send, unpack
 from forensics.engine.routing import Route, request_env, route
+from forensics.runtime.allocator import return_freed_memory
 
 DEFAULT_IDLE_S = 20 * 60
 MAX_ENGINES = 3  # per user (DELTA_FORENSICS_ENGINE_MAX): starting one more stops the longest idle
@@ -370,6 +371,7 @@ def _spawn(place: places.EnginePlace, key: EngineKey, idle: float) -> Any:
 
     env = _engine_environment()
     env["DELTA_FORENSICS_CACHE_DIR"] = key.cache_root
+    return_freed_memory(env)  # polars' allocator in a long-lived process (forensics/runtime/allocator.py)
     package_parent = str(Path(forensics.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     places.write_private(place.key, json.dumps(key.to_dict(), sort_keys=True))

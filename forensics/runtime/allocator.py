@@ -1,29 +1,34 @@
-"""polars' allocator told to hand freed memory back to the system at once.
+"""polars' allocator in the warm engine told to hand freed memory back at once.
 
 polars allocates through its own jemalloc, which it tells to keep freed pages for half a second
 and more (polars puts `dirty_decay_ms:500,muzzy_decay_ms:1000` before whatever the variable
-holds; jemalloc takes the last value of an option). A large read frees and allocates column after column (a 1M-file
-snapshot: the checkpoint's rows, their keys, the gathered active files), so the pages one step
-let go were still held while the next allocated: the in-process peak of that snapshot's Python
-side went 615 → 556 MB with them handed back at once, and the resident engine keeps ~130 MB less
-between commands; no slower on this machine (BENCHMARKS.md). jemalloc reads the setting once,
-when polars loads, so it is set before anything imports polars; a value the user set is kept.
+holds; jemalloc takes the last value of an option). A large read frees and allocates column after
+column (a 1M-file snapshot: the checkpoint's rows, their keys, the gathered active files), so the
+pages one step let go were still held while the next allocated. The engine, a process that lives
+for minutes and serves one large read after another, is started with them handed back at once:
+in an interleaved A/B through it, the 1M-file snapshot's peak 1,510-1,556 → 1,448-1,454 MB and
+its Python between commands 369-398 → 278-292 MB, no slower. A command's own short process keeps
+polars' default: there the same setting made a 20,000-commit first look 2-3 s slower (3 rounds).
+jemalloc reads the setting once, when polars loads; a value the user set is kept.
 """
 
 from __future__ import annotations
 
-import os
-import sys
+from typing import MutableMapping
 
 # tikv-jemallocator (polars' allocator) reads its options from this variable, not MALLOC_CONF.
 POLARS_MALLOC_CONF = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
+# What polars itself writes into the variable when it loads, before any value it found there: a
+# process that imported polars hands this on to the processes it starts.
+_POLARS_OWN = "dirty_decay_ms:500,muzzy_decay_ms:1000,"
 
 
-def return_freed_memory() -> bool:
-    """Ask polars' allocator, if polars is not loaded yet, to return freed pages at once (and the
-    processes this one starts: the engine). False when it is too late or the user chose."""
+def return_freed_memory(env: MutableMapping[str, str]) -> bool:
+    """Set, in the environment a process is started with (or `os.environ` before polars loads),
+    polars' allocator to return freed pages at once. False when the user chose a value."""
     name, value = POLARS_MALLOC_CONF
-    if "polars" in sys.modules or name in os.environ:
+    given = env.get(name)
+    if given is not None and given != _POLARS_OWN:
         return False
-    os.environ[name] = value
+    env[name] = (given or "") + value  # after polars' defaults: jemalloc takes an option's last value
     return True
