@@ -18,9 +18,9 @@ from typing import MutableMapping
 
 # tikv-jemallocator (polars' allocator) reads its options from this variable, not MALLOC_CONF.
 POLARS_MALLOC_CONF = ("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
-# What polars itself writes into the variable when it loads, before any value it found there: a
-# process that imported polars hands this on to the processes it starts.
-_POLARS_OWN = "dirty_decay_ms:500,muzzy_decay_ms:1000,"
+# What polars itself writes into the variable when it loads (followed by `,` and any value it
+# found there): a process that imported polars hands this on to the processes it starts.
+_POLARS_OWN = "dirty_decay_ms:500,muzzy_decay_ms:1000"
 
 
 def return_freed_memory(env: MutableMapping[str, str]) -> bool:
@@ -28,7 +28,7 @@ def return_freed_memory(env: MutableMapping[str, str]) -> bool:
     polars' allocator to return freed pages at once. False when the user chose a value."""
     name, value = POLARS_MALLOC_CONF
     given = env.get(name)
-    if given is not None and given != _POLARS_OWN:
+    if given is not None and given.rstrip(",") != _POLARS_OWN:
         return False
-    env[name] = (given or "") + value  # after polars' defaults: jemalloc takes an option's last value
+    env[name] = f"{_POLARS_OWN},{value}" if given else value  # jemalloc takes an option's last value
     return True
