@@ -95,6 +95,8 @@ def _escape(m: re.Match) -> str:
 def ascii_json(text: str) -> str:
     """What `json.dumps(..., ensure_ascii=True)` does to non-ASCII characters, on finished JSON
     text: C1 controls and bidi overrides in a log never reach the terminal raw."""
+    if text.isascii() and "\x7f" not in text:
+        return text  # the common case, told without the regex (CPython keeps it as a flag): 0.9 s on 170 MB
     return _NON_ASCII.sub(_escape, text)
 
 

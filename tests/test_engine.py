@@ -366,10 +366,14 @@ def test_the_engine_warms_its_jit_while_idle_and_a_command_ends_the_warm_up(cach
     """The engine's JVM runs the full tiered JIT and compiles the log reader's hot code on a
     synthetic log of its own while nobody waits; a command arriving ends the warm-up and is
     answered as in-process."""
-    env = _env(cache, DELTA_FORENSICS_ENGINE_WARMUP="on", DELTA_FORENSICS_ENGINE_WARMUP_COMMITS="2000")
+    env = _env(cache, DELTA_FORENSICS_ENGINE_WARMUP="on", DELTA_FORENSICS_ENGINE_WARMUP_COMMITS="2000",
+               DELTA_FORENSICS_ENGINE_WARMUP_FILES="20000")
     assert run(["engine", "start", "--no-warm"], env)[0] == 0
     pid = _engine_pid(env)
-    assert _wait_for(lambda: len(_jit(env).get("rounds", [])) >= 1, 300), _jit(env)
+    # the log's rounds, then the large checkpoint's (a scratch-Parquet read a small one never makes hot)
+    assert _wait_for(lambda: len(_jit(env).get("snapshotRounds", [])) >= 1, 300), _jit(env)
+    assert len(_jit(env)["rounds"]) >= 3
+    assert "large snapshot(s), the last" in run(["engine", "status"], env)[1]
     flags = _engine_jvm_flags(pid)
     assert "-XX:+UseSerialGC" in flags and "TieredStopAtLevel" not in flags, flags
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
@@ -381,6 +385,7 @@ def test_the_engine_warms_its_jit_while_idle_and_a_command_ends_the_warm_up(cach
     jit = _jit(env)
     assert jit["state"] in ("interrupted", "done") and len(jit["rounds"]) >= 1, jit
     assert (_place(cache) / "jit-warmup" / "_delta_log").is_dir()  # its own log, in its own directory
+    assert len(list((_place(cache) / "jit-warmup-checkpoint-20000" / "_delta_log").glob("*.checkpoint.parquet"))) == 1
 
 
 def test_parallel_callers_get_one_engine(cache):
@@ -617,6 +622,52 @@ def test_the_client_holds_an_answer_byte_for_byte_in_order(writes):
         held.add(Output([(fd, bytearray(b)) for fd, b in writes[i:i + 3]]))
     got = list(held.chunks)
     assert [(fd, b) for fd, b in got if b] == [(fd, b) for fd, b in writes if b]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([1, 2]), st.binary(max_size=3000)), max_size=40), st.integers(1, 4096))
+def test_output_frames_carry_the_bytes_as_they_are(writes, frame_bytes):
+    """forensics/engine/protocol.py: the engine's `output` frames (a header, then raw bytes, split
+    at the frame size) arrive in the client's HeldOutput byte for byte, per stream, in order."""
+    import socket
+    import threading
+
+    from forensics.engine import client, protocol
+    from forensics.engine.protocol import Output, output_header, receive, receive_bytes
+
+    a, b = socket.socketpair()
+    out = Output([(fd, bytearray(x)) for fd, x in writes])
+    old = protocol.OUTPUT_FRAME_BYTES
+    protocol.OUTPUT_FRAME_BYTES = frame_bytes
+    try:
+        sender = threading.Thread(target=lambda: (out.send(a), protocol.send(a, {"status": "done"})))
+        sender.start()
+        held = client.HeldOutput()
+        while (m := receive(b))["status"] == "output":
+            fd, n = output_header(m)
+            assert n <= frame_bytes
+            held.add_stream(fd, n, receive_bytes(b, n))
+        sender.join()
+    finally:
+        protocol.OUTPUT_FRAME_BYTES = old
+        a.close(), b.close()
+    got = [(fd, x) for fd, x in held.chunks]
+    for stream in (1, 2):
+        assert b"".join(x for fd, x in got if fd == stream) == b"".join(x for fd, x in writes if fd == stream)
+    assert _turns([fd for fd, x in got if x]) == _turns([fd for fd, x in writes if x])  # stdout and stderr interleave as written
+
+
+def _turns(streams: list[int]) -> list[int]:
+    return [k for i, k in enumerate(streams) if i == 0 or streams[i - 1] != k]
+
+
+@pytest.mark.parametrize("header", [{"fd": 3, "bytes": 1}, {"fd": 1, "bytes": -1}, {"fd": 1, "bytes": (4 << 20) + 1},
+                                    {"fd": 1, "bytes": "9"}, {"fd": True, "bytes": 1}, {"bytes": 1}])
+def test_an_output_header_out_of_bounds_is_refused_before_any_read(header):
+    from forensics.engine.protocol import ProtocolError, output_header
+
+    with pytest.raises(ProtocolError):
+        output_header({"status": "output", **header})
 
 
 def test_the_engine_hands_on_each_frame_while_the_command_writes(monkeypatch):

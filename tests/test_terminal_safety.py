@@ -219,6 +219,23 @@ def test_safe_module_neutralises_every_control_character():
     assert printed.count("[bold red]M[/bold red]") == 2 and printed.count(LINK) == 2
 
 
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(), lambda c: st.lists(c, max_size=4)
+                    | st.dictionaries(st.text(), c, max_size=4), max_leaves=12))
+def test_ascii_json_is_what_json_dumps_writes_with_ensure_ascii(value):
+    """forensics/safe.py ascii_json on JSON text written raw equals json.dumps(ensure_ascii=True),
+    whether or not the text is plain ASCII (its fast path) and with DEL, which isascii() lets by."""
+    from forensics.safe import ascii_json
+
+    raw = json.dumps(value, ensure_ascii=False)
+    assert ascii_json(raw) == json.dumps(value, ensure_ascii=True)
+    assert ascii_json(raw + "\x7f") == json.dumps(value, ensure_ascii=True) + "\\u007f"
+
+
 async def test_tui_shows_hostile_fields_inert(evil, spark):
     from textual.css.query import NoMatches
 

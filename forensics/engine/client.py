@@ -18,11 +18,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from forensics.engine import place as places
 from forensics.engine.key import EngineKey, current_key
-from forensics.engine.protocol import OUTPUT_FRAME_BYTES, SILENCE_S, Output, ProtocolError, Request, pack, receive, send, unpack
+from forensics.engine.protocol import (OUTPUT_FRAME_BYTES, SILENCE_S, Output, ProtocolError, Request, output_header, pack,
+                                       receive, receive_bytes, send, unpack)
 from forensics.engine.routing import Route, request_env, route
 from forensics.runtime.allocator import return_freed_memory
 
@@ -194,8 +195,13 @@ class HeldOutput:
 
     def add(self, output: Output) -> None:
         for fd, data in output.chunks:
-            self._file.write(struct.pack(">BQ", fd, len(data)))
-            self._file.write(data)
+            self.add_stream(fd, len(data), [data])
+
+    def add_stream(self, fd: int, n: int, pieces: Iterable[bytes | bytearray]) -> None:
+        """`n` bytes of stream `fd`, written as they arrive (a frame is never joined in memory)."""
+        self._file.write(struct.pack(">BQ", fd, n))
+        for piece in pieces:
+            self._file.write(piece)
 
     @property
     def chunks(self) -> Iterator[tuple[int, bytes]]:
@@ -272,10 +278,13 @@ def ask(place: places.EnginePlace, request: Request, *, on_accept: Callable[[int
             if status == "working":
                 continue
             if status == "output":
-                output.add(Output.from_wire(message.get("output", [])))
+                try:
+                    fd, n = output_header(message)
+                    output.add_stream(fd, n, receive_bytes(sock, n))
+                except (OSError, ProtocolError) as e:
+                    return Reply("lost", why=str(e))
                 continue
             if status == "done":
-                output.add(Output.from_wire(message.get("output", [])))
                 return Reply("done", code=int(message.get("code", 0)), output=output, why=str(message.get("why") or ""))
             return Reply("declined", why=str(message.get("why", "")))
     finally:

@@ -223,8 +223,7 @@ class Engine:
                     continue
                 if part is None:
                     break
-                for frame in part.frames():
-                    send(conn, frame)
+                part.send(conn)
         except OSError:
             _cancel_spark_jobs()  # the client is gone (Ctrl+C): stop what Spark runs for it
             while outbox.get() is not None:  # let the command write to the end, into nothing
@@ -234,8 +233,8 @@ class Engine:
         finished()
         output = result.pop("output", None)
         try:
-            for frame in (output.frames() if output is not None else ()):
-                send(conn, frame)
+            if output is not None:
+                output.send(conn)
             send(conn, result)
         except OSError:
             pass  # the client left before its answer: nothing to answer

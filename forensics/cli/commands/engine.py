@@ -73,6 +73,8 @@ def _jit(jit: dict | None) -> str:
         return "?"
     rounds = jit.get("rounds") or []
     reads = f"{len(rounds)} warm-up read(s)" + (f", the last {rounds[-1]:.1f} s" if rounds else "")
+    if snaps := jit.get("snapshotRounds") or []:
+        reads += f"; {len(snaps)} large snapshot(s), the last {snaps[-1]:.1f} s"
     return {"pending": "warm-up not started yet", "off": "no warm-up (DELTA_FORENSICS_ENGINE_WARMUP=off)",
             "running": f"warming up: {reads}", "done": f"warmed: {reads}",
             "interrupted": f"warm-up ended by a command after {reads}",
