@@ -62,57 +62,84 @@ def _partition_values_json(s: pl.Series) -> pl.Series:
     return out.fill_null(_dumps({}))
 
 
-def _file_objects(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
-    """One JSON object text per row, keys in the order of `snapshot_json`."""
-    def col(name: str) -> pl.Series:
-        return files[name] if name in files.columns else pl.Series(name, [None] * files.height, dtype=pl.Utf8)
+_STRINGS = ("path", "dv_storage_type", "dv_path")  # the file columns written as JSON strings
+_COLUMNS = {"version": pl.Int64, "path": pl.Utf8, "partition_values": pl.Utf8, "size": pl.Int64, "dv_storage_type": pl.Utf8,
+            "dv_path": pl.Utf8, "dv_offset": pl.Int32, "dv_size": pl.Int32, "dv_cardinality": pl.Int64}
 
-    version = col("version")
+
+def _file_objects(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
+    """One JSON object text per row, keys in the order of `snapshot_json`: one polars select
+    for rows whose strings are plain (all but never), `_file_objects_escaped` for the others."""
+    files = files.with_columns(pl.lit(None, dtype=t).alias(n) for n, t in _COLUMNS.items() if n not in files.columns)
+    c = pl.col
+
+    def string(e: pl.Expr) -> pl.Expr:  # a plain string (or null) as JSON
+        return pl.concat_str([pl.lit('"'), e, pl.lit('"')]).fill_null("null")
+
+    def number(name: str) -> pl.Expr:
+        return c(name).cast(pl.Utf8).fill_null("null")
+
+    version = c("version") if base_checkpoint is None else pl.when(c("version") == base_checkpoint).then(None).otherwise(c("version"))
+    dv = (
+        pl.when(c("dv_storage_type").is_not_null())
+        .then(pl.concat_str([
+            pl.lit('{"storageType": '), string(c("dv_storage_type")),
+            pl.lit(', "pathOrInlineDv": '), string(c("dv_path").fill_null("")),
+            pl.lit(', "offset": '), number("dv_offset"),
+            pl.lit(', "sizeInBytes": '), number("dv_size"),
+            pl.lit(', "cardinality": '), number("dv_cardinality"),
+            pl.lit("}"),
+        ]))
+        .otherwise(pl.lit("null"))
+    )
+    obj = pl.concat_str([
+        pl.lit('{"path": '), string(c("path")),
+        pl.lit(', "partitionValues": '), c("__pv"),
+        pl.lit(', "size": '), number("size"),
+        pl.lit(', "deletionVector": '), dv,
+        pl.lit(', "addedInVersion": '), version.cast(pl.Utf8).fill_null("null"),
+        pl.lit("}"),
+    ])
+    plain = pl.all_horizontal([c(n).str.contains(_PLAIN).fill_null(True) for n in _STRINGS])
+    out = files.with_columns(_partition_values_json(files["partition_values"]).alias("__pv")).select(obj.alias("o"), plain.alias("plain"))
+    if out["plain"].all():
+        return out["o"]
+    idx = (~out["plain"]).arg_true()
+    return out["o"].scatter(idx, _file_objects_escaped(files[idx], base_checkpoint))
+
+
+def _file_objects_escaped(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
+    """`_file_objects` for rows holding a string json.dumps must escape: each field through it."""
+    version = files["version"]
     if base_checkpoint is not None:
         version = pl.select(pl.when(version == base_checkpoint).then(None).otherwise(version)).to_series()
-    has_dv = col("dv_storage_type").is_not_null()
-    dv_path = col("dv_path").fill_null("")  # DeletionVectorRef(path_or_inline_dv=... or "")
     df = pl.DataFrame(
         {
-            "path": _json_column(col("path")),
-            "pv": _partition_values_json(col("partition_values")),
-            "size": _json_column(col("size")),
-            "has_dv": has_dv,
-            "st": _json_column(col("dv_storage_type")),
-            "dp": _json_column(dv_path),
-            "off": _json_column(col("dv_offset")),
-            "sib": _json_column(col("dv_size")),
-            "card": _json_column(col("dv_cardinality")),
+            "path": _json_column(files["path"]),
+            "pv": _partition_values_json(files["partition_values"]),
+            "size": _json_column(files["size"]),
+            "has_dv": files["dv_storage_type"].is_not_null(),
+            "st": _json_column(files["dv_storage_type"]),
+            "dp": _json_column(files["dv_path"].fill_null("")),  # DeletionVectorRef(path_or_inline_dv=... or "")
+            "off": _json_column(files["dv_offset"]),
+            "sib": _json_column(files["dv_size"]),
+            "card": _json_column(files["dv_cardinality"]),
             "added": _json_column(version),
         }
     )
     c = pl.col
     dv = (
         pl.when(c("has_dv"))
-        .then(
-            pl.concat_str(
-                [
-                    pl.lit('{"storageType": '), c("st"),
-                    pl.lit(', "pathOrInlineDv": '), c("dp"),
-                    pl.lit(', "offset": '), c("off"),
-                    pl.lit(', "sizeInBytes": '), c("sib"),
-                    pl.lit(', "cardinality": '), c("card"),
-                    pl.lit("}"),
-                ]
-            )
-        )
+        .then(pl.concat_str([
+            pl.lit('{"storageType": '), c("st"), pl.lit(', "pathOrInlineDv": '), c("dp"), pl.lit(', "offset": '), c("off"),
+            pl.lit(', "sizeInBytes": '), c("sib"), pl.lit(', "cardinality": '), c("card"), pl.lit("}"),
+        ]))
         .otherwise(pl.lit("null"))
     )
-    obj = pl.concat_str(
-        [
-            pl.lit('{"path": '), c("path"),
-            pl.lit(', "partitionValues": '), c("pv"),
-            pl.lit(', "size": '), c("size"),
-            pl.lit(', "deletionVector": '), dv,
-            pl.lit(', "addedInVersion": '), c("added"),
-            pl.lit("}"),
-        ]
-    )
+    obj = pl.concat_str([
+        pl.lit('{"path": '), c("path"), pl.lit(', "partitionValues": '), c("pv"), pl.lit(', "size": '), c("size"),
+        pl.lit(', "deletionVector": '), dv, pl.lit(', "addedInVersion": '), c("added"), pl.lit("}"),
+    ])
     return df.select(obj.alias("o"))["o"]
 
 
