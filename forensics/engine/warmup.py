@@ -93,7 +93,7 @@ class Warmup:
             files = _checkpoint_files()
             if files and not self.stop.is_set():
                 big = warm_checkpoint_table(home, files)
-                self._rounds(lock, started, self.snapshot_rounds, lambda: snapshot_once(big, self.stop))
+                self._rounds(lock, started, self.snapshot_rounds, lambda: read_once(big, self.stop))
         except Exception as e:  # noqa: BLE001 - a cancelled job or a failed start: the engine serves as it is
             self.why = f"{type(e).__name__}"
         self.state = "interrupted" if self.stop.is_set() else ("failed" if self.why else "done")
@@ -120,53 +120,34 @@ class Warmup:
 
 def warm_table(home: Path) -> Path:
     """The synthetic log the warm-up reads, written once into the engine's directory."""
-    path = home / "jit-warmup"
-    if (path / "_delta_log").is_dir():
-        return path
     from forensics.synth.generate import SynthConfig, synthesize
 
-    tmp = Path(tempfile.mkdtemp(prefix=".jit-warmup-", dir=home))
-    try:
-        synthesize(tmp / "table", SynthConfig(commits=_commits(), seed=0))
-        os.replace(tmp / "table", path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return _written_once(home / "jit-warmup", lambda out: synthesize(out, SynthConfig(commits=_commits(), seed=0)))
 
 
 def warm_checkpoint_table(home: Path, files: int) -> Path:
     """A table whose state is one checkpoint of `files` adds, written once into the engine's directory."""
-    path = home / f"jit-warmup-checkpoint-{files}"
-    if (path / "_delta_log").is_dir():
-        return path
     from forensics.synth.big_checkpoint import write
 
-    tmp = Path(tempfile.mkdtemp(prefix=".jit-warmup-", dir=home))
+    return _written_once(home / f"jit-warmup-checkpoint-{files}", lambda out: write(out, files))
+
+
+def _written_once(path: Path, writer: Callable[[Path], object]) -> Path:
+    """`path`, written by `writer` into a temporary sibling and moved in whole, unless it holds a log."""
+    if (path / "_delta_log").is_dir():
+        return path
+    tmp = Path(tempfile.mkdtemp(prefix=".jit-warmup-", dir=path.parent))
     try:
-        write(tmp / "table", files)
+        writer(tmp / "table")
         os.replace(tmp / "table", path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
-def snapshot_once(table: Path, stop: threading.Event) -> bool:
-    """The latest snapshot of `table` as `snapshot --no-cache` takes it. False: stopped before the end."""
-    from forensics.log.delta_log import DeltaLog
-    from forensics.log.snapshot import snapshot_frame
-
-    if stop.is_set():
-        return False
-    log = DeltaLog.open(str(table), use_cache=False)
-    if stop.is_set():
-        return False
-    snapshot_frame(log, log.latest_version, stats=False)
-    return not stop.is_set()
-
-
 def read_once(table: Path, stop: threading.Event) -> bool:
     """One first look as a command takes it: every commit parsed with Spark (no cache), then the
-    latest snapshot from its checkpoint. False: stopped before the end."""
+    latest snapshot from its checkpoint (for both warm-up tables). False: stopped before the end."""
     from forensics.log.delta_log import DeltaLog
     from forensics.log.snapshot import snapshot_frame
     from forensics.runtime.spill import spilling_everything

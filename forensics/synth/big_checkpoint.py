@@ -65,7 +65,7 @@ def _commit_info(version: int, op: str, params: dict, blind: bool) -> dict:
 
 
 def _line(obj: dict) -> str:
-    return json.dumps({k: v for k, v in obj.items()}, separators=(",", ":"))
+    return json.dumps(obj, separators=(",", ":"))
 
 
 def _stats(i: int) -> str:

@@ -11,7 +11,7 @@ type go through json.dumps itself, so escaping is Python's, never a re-implement
 from __future__ import annotations
 
 import json
-from typing import Any, TextIO
+from typing import Any, Callable, TextIO
 
 import polars as pl
 
@@ -67,80 +67,49 @@ _COLUMNS = {"version": pl.Int64, "path": pl.Utf8, "partition_values": pl.Utf8, "
             "dv_path": pl.Utf8, "dv_offset": pl.Int32, "dv_size": pl.Int32, "dv_cardinality": pl.Int64}
 
 
-def _file_objects(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
-    """One JSON object text per row, keys in the order of `snapshot_json`: one polars select
-    for rows whose strings are plain (all but never), `_file_objects_escaped` for the others."""
-    files = files.with_columns(pl.lit(None, dtype=t).alias(n) for n, t in _COLUMNS.items() if n not in files.columns)
-    c = pl.col
-
-    def string(e: pl.Expr) -> pl.Expr:  # a plain string (or null) as JSON
-        return pl.concat_str([pl.lit('"'), e, pl.lit('"')]).fill_null("null")
-
-    def number(name: str) -> pl.Expr:
-        return c(name).cast(pl.Utf8).fill_null("null")
-
-    version = c("version") if base_checkpoint is None else pl.when(c("version") == base_checkpoint).then(None).otherwise(c("version"))
+def _object(j: Callable[[str], pl.Expr], has_dv: pl.Expr) -> pl.Expr:
+    """A file's JSON object, keys in the order of `snapshot_json`; `j(column)` is that field's
+    JSON text (`dv_path` null counts as "": DeletionVectorRef(path_or_inline_dv=... or ""))."""
     dv = (
-        pl.when(c("dv_storage_type").is_not_null())
+        pl.when(has_dv)
         .then(pl.concat_str([
-            pl.lit('{"storageType": '), string(c("dv_storage_type")),
-            pl.lit(', "pathOrInlineDv": '), string(c("dv_path").fill_null("")),
-            pl.lit(', "offset": '), number("dv_offset"),
-            pl.lit(', "sizeInBytes": '), number("dv_size"),
-            pl.lit(', "cardinality": '), number("dv_cardinality"),
-            pl.lit("}"),
+            pl.lit('{"storageType": '), j("dv_storage_type"), pl.lit(', "pathOrInlineDv": '), j("dv_path"),
+            pl.lit(', "offset": '), j("dv_offset"), pl.lit(', "sizeInBytes": '), j("dv_size"),
+            pl.lit(', "cardinality": '), j("dv_cardinality"), pl.lit("}"),
         ]))
         .otherwise(pl.lit("null"))
     )
-    obj = pl.concat_str([
-        pl.lit('{"path": '), string(c("path")),
-        pl.lit(', "partitionValues": '), c("__pv"),
-        pl.lit(', "size": '), number("size"),
-        pl.lit(', "deletionVector": '), dv,
-        pl.lit(', "addedInVersion": '), version.cast(pl.Utf8).fill_null("null"),
-        pl.lit("}"),
+    return pl.concat_str([
+        pl.lit('{"path": '), j("path"), pl.lit(', "partitionValues": '), pl.col("__pv"), pl.lit(', "size": '), j("size"),
+        pl.lit(', "deletionVector": '), dv, pl.lit(', "addedInVersion": '), j("__added"), pl.lit("}"),
     ])
-    plain = pl.all_horizontal([c(n).str.contains(_PLAIN).fill_null(True) for n in _STRINGS])
-    out = files.with_columns(_partition_values_json(files["partition_values"]).alias("__pv")).select(obj.alias("o"), plain.alias("plain"))
+
+
+def _file_objects(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
+    """One JSON object text per row: one polars select for rows whose strings are plain (all but
+    never), each field through json.dumps (`_json_column`) for the others."""
+    files = files.with_columns(pl.lit(None, dtype=t).alias(n) for n, t in _COLUMNS.items() if n not in files.columns)
+    added = pl.col("version") if base_checkpoint is None else \
+        pl.when(pl.col("version") == base_checkpoint).then(None).otherwise(pl.col("version"))  # unknown for the base's files
+    files = files.with_columns(_partition_values_json(files["partition_values"]).alias("__pv"), added.alias("__added"),
+                               pl.col("dv_path").fill_null(""))
+    has_dv = pl.col("dv_storage_type").is_not_null()
+
+    def plain_json(name: str) -> pl.Expr:  # a number, or a string with nothing to escape
+        e = pl.col(name)
+        e = pl.concat_str([pl.lit('"'), e, pl.lit('"')]) if files.schema[name] == pl.Utf8 else e.cast(pl.Utf8)
+        return e.fill_null("null")
+
+    plain = pl.all_horizontal([pl.col(n).str.contains(_PLAIN).fill_null(True) for n in _STRINGS])
+    out = files.select(_object(plain_json, has_dv).alias("o"), plain.alias("plain"))
     if out["plain"].all():
         return out["o"]
     idx = (~out["plain"]).arg_true()
-    return out["o"].scatter(idx, _file_objects_escaped(files[idx], base_checkpoint))
-
-
-def _file_objects_escaped(files: pl.DataFrame, base_checkpoint: int | None) -> pl.Series:
-    """`_file_objects` for rows holding a string json.dumps must escape: each field through it."""
-    version = files["version"]
-    if base_checkpoint is not None:
-        version = pl.select(pl.when(version == base_checkpoint).then(None).otherwise(version)).to_series()
-    df = pl.DataFrame(
-        {
-            "path": _json_column(files["path"]),
-            "pv": _partition_values_json(files["partition_values"]),
-            "size": _json_column(files["size"]),
-            "has_dv": files["dv_storage_type"].is_not_null(),
-            "st": _json_column(files["dv_storage_type"]),
-            "dp": _json_column(files["dv_path"].fill_null("")),  # DeletionVectorRef(path_or_inline_dv=... or "")
-            "off": _json_column(files["dv_offset"]),
-            "sib": _json_column(files["dv_size"]),
-            "card": _json_column(files["dv_cardinality"]),
-            "added": _json_column(version),
-        }
-    )
-    c = pl.col
-    dv = (
-        pl.when(c("has_dv"))
-        .then(pl.concat_str([
-            pl.lit('{"storageType": '), c("st"), pl.lit(', "pathOrInlineDv": '), c("dp"), pl.lit(', "offset": '), c("off"),
-            pl.lit(', "sizeInBytes": '), c("sib"), pl.lit(', "cardinality": '), c("card"), pl.lit("}"),
-        ]))
-        .otherwise(pl.lit("null"))
-    )
-    obj = pl.concat_str([
-        pl.lit('{"path": '), c("path"), pl.lit(', "partitionValues": '), c("pv"), pl.lit(', "size": '), c("size"),
-        pl.lit(', "deletionVector": '), dv, pl.lit(', "addedInVersion": '), c("added"), pl.lit("}"),
-    ])
-    return df.select(obj.alias("o"))["o"]
+    rest = files[idx]
+    texts = rest.select("__pv", has_dv.alias("has_dv")).with_columns(
+        _json_column(rest[n]).alias(f"j{n}") for n in ("path", "size", "dv_storage_type", "dv_path", "dv_offset", "dv_size",
+                                                       "dv_cardinality", "__added"))
+    return out["o"].scatter(idx, texts.select(_object(lambda n: pl.col(f"j{n}"), pl.col("has_dv")))[:, 0])
 
 
 def write_snapshot_json(frame: SnapshotFrame, findings: list[dict[str, Any]], out: TextIO) -> None:
