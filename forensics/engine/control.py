@@ -31,6 +31,7 @@ class EngineStatus:
     java: str | None = None
     settings: str | None = None
     jit: dict[str, Any] | None = None  # the JIT warm-up (forensics/engine/warmup.py): state, each round's seconds
+    after_answer: int = 0  # cache writes finished after their command's answer (forensics/runtime/after_answer.py)
 
     @classmethod
     def from_info(cls, directory: str, info: dict[str, Any]) -> "EngineStatus":
@@ -38,7 +39,7 @@ class EngineStatus:
         return cls(directory, True, info.get("pid"), int(info["started"] * 1000) if info.get("started") else None,
                    int(info.get("served", 0)), int(info.get("busy", 0)), info.get("idleSeconds"), info.get("idleFor"),
                    bool(info.get("sparkRunning")), info.get("socket"), info.get("tool"), info.get("spark"),
-                   info.get("java"), info.get("settings"), info.get("jit"))
+                   info.get("java"), info.get("settings"), info.get("jit"), int(info.get("afterAnswer", 0)))
 
 
 def current_place() -> tuple[places.EnginePlace, Any]:

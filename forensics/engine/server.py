@@ -32,7 +32,9 @@ from forensics.engine import place as places
 from forensics.engine.isolation import base_environment, install_streams, isolated
 from forensics.engine.protocol import HEARTBEAT_S, Output, ProtocolError, Request, receive, send
 from forensics.engine.warmup import Warmup
+from forensics.runtime import after_answer
 
+SETTLE_WAIT_S = 15  # how long a stopping engine waits for a cache write it owes (seconds; `engine stop` waits 20)
 REQUEST_LIMIT = 256 << 20  # a request carries argv, a small environment and at most a pasted error text
 
 
@@ -50,10 +52,12 @@ class Engine:
         self.started = time.time()
         self.last = time.monotonic()
         self.served = 0
+        self.after_answer = 0  # tasks run after their command's answer (cache writes)
         self.last_run_s: float | None = None  # the last command's time in the engine (bench/engine.py: client-side = wall - this)
         self.busy = 0
         self.closing = threading.Event()
         self.run_lock = threading.Lock()
+        self.settling = threading.Event()  # set while a command's after-answer work runs (after_answer.py)
         self.state_lock = threading.Lock()
         self.base_env: dict[str, str] = {}
         self.sock: socket.socket | None = None
@@ -128,6 +132,8 @@ class Engine:
     def shutdown(self) -> None:
         """Remove our files (unless a newer engine has taken the place), stop Spark, exit."""
         self.closing.set()
+        if self.settling.is_set():
+            self.run_lock.acquire(timeout=SETTLE_WAIT_S)  # a cache write after an answer: let it publish
         if places.read_private(self.place.token) == self.token:
             places.remove(self.place.socket, self.place.token, self.place.pid)
         places.remove(places.registry() / str(os.getpid()))
@@ -178,7 +184,7 @@ class Engine:
     def info(self) -> dict[str, Any]:
         with self.state_lock:
             return {"pid": os.getpid(), "key": self.digest, "started": self.started, "served": self.served,
-                    "busy": self.busy, "idleSeconds": self.idle_s, "idleFor": round(time.monotonic() - self.last, 1),
+                    "busy": self.busy, "afterAnswer": self.after_answer, "idleSeconds": self.idle_s, "idleFor": round(time.monotonic() - self.last, 1),
                     "sparkRunning": _spark_running(), "lastRunSeconds": self.last_run_s, "socket": str(self.place.socket),
                     "jit": self.warmup.to_dict(), **self.describe}
 
@@ -195,16 +201,25 @@ class Engine:
         # the command's writes, not the engine's memory); None: the command has ended.
         outbox: queue.Queue[Output | None] = queue.Queue(maxsize=4)
 
+        answered = threading.Event()
+
+        def answer(got: dict[str, Any]) -> None:
+            result.update(got)
+            answered.set()
+            outbox.put(None)
+
         def work() -> None:
             try:
-                result.update(self._run(request, outbox.put))
+                self._run(request, outbox.put, answer)
             except BaseException as e:  # noqa: BLE001 - answered, never raised in a worker thread
-                result.update({"status": "declined", "why": f"the engine failed: {type(e).__name__}"})
+                if not answered.is_set():
+                    result.update({"status": "declined", "why": f"the engine failed: {type(e).__name__}"})
                 from forensics.safe import scrub
 
                 sys.__stderr__.write(scrub(traceback.format_exc()))
             finally:
-                outbox.put(None)
+                if not answered.is_set():
+                    outbox.put(None)
                 _give_back_arrow_memory()
 
         def finished() -> None:
@@ -240,34 +255,44 @@ class Engine:
             pass  # the client left before its answer: nothing to answer
         gc.collect()  # what the command left behind, after its client has its answer
 
-    def _run(self, request: Request, sink: Any = None) -> dict[str, Any]:
+    def _run(self, request: Request, sink: Any, answer: Any) -> None:
+        """Run the request and `answer` its result; then, still holding the run lock (the next
+        request waits), finish what the command left until after its answer (the cache write)."""
         with self.run_lock:
             if not os.path.isdir(request.cwd):
-                return {"status": "declined", "why": "the working directory is gone"}
+                return answer({"status": "declined", "why": "the working directory is gone"})
             if request.op == "warm":
                 with isolated(request, self.base_env) as capture:
                     code, why = _warm()
-                return {"status": "done", "code": code, "why": why, "output": capture.output}
+                return answer({"status": "done", "code": code, "why": why, "output": capture.output})
             started = time.perf_counter()
             restore = _take_runtime_conf(request.runtime_conf)
             if restore is None:
-                return {"status": "declined", "why": "a --conf setting the running session cannot take"}
-            try:
-                with isolated(request, self.base_env, sink) as capture:
-                    from forensics.cli.main import main
+                return answer({"status": "declined", "why": "a --conf setting the running session cannot take"})
+            with after_answer.collecting() as pending:
+                try:
+                    with isolated(request, self.base_env, sink) as capture:
+                        from forensics.cli.main import main
 
-                    try:
-                        code = main(list(request.argv))
-                    except SystemExit as e:
-                        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except Declined as d:
-                return {"status": "declined", "why": str(d)}
-            finally:
-                restore()
-            with self.state_lock:  # answered here (a declined command is its client's to run)
-                self.served += 1
-                self.last_run_s = round(time.perf_counter() - started, 4)
-            return {"status": "done", "code": int(code), "output": capture.output}
+                        try:
+                            code = main(list(request.argv))
+                        except SystemExit as e:
+                            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                except Declined as d:
+                    return answer({"status": "declined", "why": str(d)})
+                finally:
+                    restore()
+                with self.state_lock:  # answered here (a declined command is its client's to run)
+                    self.served += 1
+                    self.last_run_s = round(time.perf_counter() - started, 4)
+                self.settling.set()  # before the answer: a `stop` it prompts must find it set
+                answer({"status": "done", "code": int(code), "output": capture.output})
+                try:
+                    ran = pending.run()
+                finally:
+                    self.settling.clear()
+                with self.state_lock:
+                    self.after_answer += ran
 
 
 def _decline_heap(need: Any, limit: int) -> None:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import polars as pl
 
+from forensics.runtime import after_answer
 from forensics.runtime.logs import logger
 
 CACHE_FORMAT = 7  # 5: fewer commitInfo columns; 6: generations behind an atomic pointer; 7: the whole commitInfo (typed metrics, clientVersion, other keys)
@@ -29,7 +30,9 @@ POINTER = "current"
 
 
 def current_dir(cache_dir: Path) -> Path | None:
-    """The published generation, or None."""
+    """The published generation, or None (a publication the warm engine left until after its
+    answer is made first: every read of the cache starts here)."""
+    after_answer.settle(str(cache_dir))
     try:
         name = (cache_dir / POINTER).read_text().strip()
     except (OSError, UnicodeDecodeError):
@@ -83,8 +86,9 @@ def load(cache_dir: Path, table_uri: str, fallback: Callable[[list[int]], pl.Dat
 
 
 def write(cache_dir: Path, meta: dict[str, Any], commits: pl.DataFrame, actions: pl.DataFrame, others: pl.DataFrame) -> None:
-    """Publish a new generation holding exactly these frames."""
-    _publish(cache_dir, meta, commits, [(actions, others)], [])
+    """Publish a new generation holding exactly these frames (in the warm engine, once the
+    command's answer is sent: forensics/runtime/after_answer.py)."""
+    after_answer.later(str(cache_dir), lambda: _publish(cache_dir, meta, commits, [(actions, others)], []))
 
 
 def append(cache_dir: Path, base: dict[str, Any], meta: dict[str, Any], commits: pl.DataFrame,
@@ -93,7 +97,7 @@ def append(cache_dir: Path, base: dict[str, Any], meta: dict[str, Any], commits:
     old = Path(base["_gen"])
     n = int(base["parts"])
     links = [(old / f"{k}-{i:06d}.parquet", f"{k}-{i:06d}.parquet") for i in range(n) for k in ("actions", "others")]
-    _publish(cache_dir, meta, commits, [(actions, others)], links, first_part=n)
+    after_answer.later(str(cache_dir), lambda: _publish(cache_dir, meta, commits, [(actions, others)], links, first_part=n))
 
 
 def _publish(cache_dir: Path, meta: dict[str, Any], commits: pl.DataFrame, new_parts: list[tuple[pl.DataFrame, pl.DataFrame]],

@@ -237,6 +237,15 @@ class DeltaLog:
             self._records[version] = record_from_row(self.commits.row(i, named=True))
         return self._records[version]
 
+    def prefetch_records(self, versions: Iterable[int]) -> None:
+        """Build the records of many retained versions in one gather over the commit index
+        (replay asks for a block's commits and winners at once; a row lookup each cost more)."""
+        rows = self._version_rows()
+        idx = sorted({rows[v] for v in versions if v not in self._records and v in rows})
+        if idx:
+            for r in self.commits[idx].iter_rows(named=True):
+                self._records[r["version"]] = record_from_row(r)
+
     def records(self) -> list[CommitRecord]:
         """Every retained commit, in version order."""
         return [record_from_row(r) for r in self.commits.to_dicts()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from forensics.model import Metadata
@@ -61,6 +62,17 @@ class TableSchema:
         partition_columns: tuple[str, ...] | list[str] = (),
         column_mapping_mode: str = "none",
     ) -> "TableSchema":
+        """The schema a metaData's schemaString describes; one parse per distinct text (replay
+        asks once per window, a million-commit log has a handful of schemas)."""
+        args = (schema_string, tuple(partition_columns or ()), column_mapping_mode or "none")
+        try:
+            return _from_schema_string(*args)
+        except TypeError:  # an unhashable value where a log should have a name: parsed, not cached
+            return cls._parse_schema_string(*args)
+
+    @classmethod
+    def _parse_schema_string(cls, schema_string: str | None, partition_columns: tuple[str, ...],
+                             column_mapping_mode: str) -> "TableSchema":
         cols: list[Column] = []
         if schema_string:
             try:
@@ -84,11 +96,7 @@ class TableSchema:
                             metadata=md,
                         )
                     )
-        return cls(
-            columns=tuple(cols),
-            partition_columns=tuple(partition_columns or ()),
-            column_mapping_mode=column_mapping_mode or "none",
-        )
+        return cls(columns=tuple(cols), partition_columns=partition_columns, column_mapping_mode=column_mapping_mode)
 
     @classmethod
     def from_simple(cls, types: dict[str, str], partition_columns: list[str] | tuple[str, ...] = ()) -> "TableSchema":
@@ -130,3 +138,8 @@ class TableSchema:
     @property
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
+
+
+@lru_cache(maxsize=256)
+def _from_schema_string(schema_string: str | None, partition_columns: tuple[str, ...], column_mapping_mode: str) -> TableSchema:
+    return TableSchema._parse_schema_string(schema_string, partition_columns, column_mapping_mode)

@@ -194,6 +194,7 @@ def prefetch_write_sets(log: DeltaLog, versions: list[int]) -> None:
     want = sorted({v for v in versions if v not in memo and log.has_version(v)})
     if not want:
         return
+    log.prefetch_records(want)
     files: dict[int, tuple[list, list, list]] = {v: ([], [], []) for v in want}
     slot = {"add": 0, "remove": 1, "cdc": 2}
     acts = log.actions.filter(pl.col("version").is_in(want)).sort(["version", "line"])
@@ -521,7 +522,7 @@ def _partition_matches(part: ParsedPredicate, files: list[FileAction], schema: T
     out = []
     for f in files:
         pv = f.partition_values or {}
-        key = tuple(sorted(pv.items()))
+        key = tuple(pv.items())  # as ordered in the log: the same partition in another order is only evaluated twice
         ok = seen.get(key)
         if ok is None:
             ok = seen[key] = matches_partition(part, pv, schema)

@@ -54,7 +54,8 @@ def _show(statuses, utc: bool, fmt_time) -> None:
             sys.stdout.write(f"no engine running for {s.directory}\n")
             continue
         lines = [
-            f"engine pid {s.pid}: {'busy' if s.busy else 'idle'}, {s.served} command(s) answered, "
+            f"engine pid {s.pid}: {'busy' if s.busy else 'idle'}, {s.served} command(s) answered "
+            f"({s.after_answer} cache write(s) after the answer), "
             f"Spark {'running' if s.spark_running else 'not started yet'}",
             f"  started   {fmt_time(s.started_ms, utc)}; stops after {_duration(s.idle_timeout_s)} without a command "
             f"(idle for {_duration(s.idle_for_s)})",
