@@ -189,7 +189,7 @@ def test_unknown_action_and_protocol_feature_warn_and_continue(sample_logs, tmp_
 def test_an_unknown_key_beside_a_known_action_is_ignored_as_the_engines_ignore_it(sample_logs, tmp_path, spark):
     """forensics/log/reader.py looks for unknown top-level keys only on a line holding no action it
     knows (a second parse of every line cost about a fifth of the read): an extra key beside an
-    add is ignored, as delta-spark's Jackson reader (unknown properties off) and delta-rs ignore it,
+    add is ignored, as delta-spark's Jackson reader ignores it (JsonUtils.mapper: unknown properties off),
     and the add is used; the same key alone on its line is reported."""
     t = copy_sample(sample_logs, MERGE, tmp_path / "t")
     f = commit_file(t, 2)
