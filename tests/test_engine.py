@@ -348,12 +348,13 @@ def test_a_command_finding_no_engine_runs_here_and_starts_one_for_the_next(cache
 
 
 @pytest.mark.slow
-def test_the_cache_is_written_after_the_answer_and_read_by_the_next_command(cache, tmp_path):
+def test_the_cache_is_written_after_the_answer_and_read_by_the_next_command(cache, tmp_path, monkeypatch):
     """A first look through the engine publishes its parsed log after the answer is sent
     (forensics/runtime/after_answer.py): the next command reads that cache and parses nothing,
     and `engine stop` right after an answer waits for the write it owes."""
     from forensics.log import cache as C
     from forensics.log.listing import normalize_location
+    from forensics.runtime.paths import table_cache_dir
 
     env = _env(cache)
     assert run(["engine", "start", "--no-warm"], env)[0] == 0
@@ -372,15 +373,9 @@ def test_the_cache_is_written_after_the_answer_and_read_by_the_next_command(cach
     # A first look, then a stop at once: the cache is there when the engine has gone.
     assert run(["history", str(tables[1])], env)[0] == 0
     assert run(["engine", "stop"], env)[0] == 0
-    where = _table_cache(cache, normalize_location(str(tables[1])))
+    monkeypatch.setenv("DELTA_FORENSICS_CACHE_DIR", str(cache))  # where the engine put it
+    where = table_cache_dir(normalize_location(str(tables[1])))
     assert C.current_dir(where) is not None, sorted(p.name for p in where.iterdir()) if where.exists() else where
-
-
-def _table_cache(cache: Path, location: str) -> Path:
-    """The table's cache directory under `cache` (forensics/runtime/paths.py), as the engine computed it."""
-    code = "import sys; from forensics.runtime.paths import table_cache_dir; print(table_cache_dir(sys.argv[1]))"
-    env = {**os.environ, "DELTA_FORENSICS_CACHE_DIR": str(cache)}
-    return Path(subprocess.run([sys.executable, "-c", code, location], env=env, capture_output=True, text=True, check=True).stdout.strip())
 
 
 @pytest.mark.slow

@@ -358,9 +358,9 @@ _OKIND_SQL_UTF8 = _OKIND_SQL.replace(_FFFD_KIND, "")
 # A line's top-level keys are looked for only when it holds no action the reader knows: it is
 # then an action type from a newer writer (an `unknown` row, a finding). Asking every line
 # parsed each one a second time (`json_object_keys`), about a fifth of the parse; an unknown key
-# beside a known action is ignored, as delta-spark ignores it (delta-io/delta,
-# spark/src/main/scala/org/apache/spark/sql/delta/util/JsonUtils.scala `mapper`:
-# FAIL_ON_UNKNOWN_PROPERTIES false).
+# beside a known action is ignored, as delta-spark ignores it: `Action.fromJson` reads a line with
+# `JsonUtils.mapper`, FAIL_ON_UNKNOWN_PROPERTIES false (delta-io/delta v2.4.0 core/, v3.2.0 and
+# v4.0.0 spark/src/main/scala/org/apache/spark/sql/delta/util/JsonUtils.scala).
 _NO_ARRAY = "CAST(array() AS array<string>)"
 
 
