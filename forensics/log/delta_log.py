@@ -402,9 +402,12 @@ class SparkStarter:
 
 
 def _reserve_heap(files: list, plan: dict[int, tuple[L.LogFile, str]]) -> None:
+    """Before Spark starts or reads: the heap the files need, and the JIT their length asks for."""
     from forensics.log.sizes import reserve_heap_for
+    from forensics.runtime.java import expect_read
 
     reserve_heap_for(files, {f.uri: v for v, (f, _) in plan.items()})
+    expect_read(sum(f.size or 0 for f in files))
 
 
 def _cached_max(cache_dir: Path) -> int:

@@ -25,7 +25,14 @@ JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # (A small heap given back after each read, -Xms64m -XX:MaxHeapFreeRatio=30, saved ~150 MB at a
 # 1M-file snapshot's peak but cost 5-6 full collections, ~0.7 s, per 20,000-commit first look.)
 ENGINE_JVM_OPTS = "-XX:+UseSerialGC"
+# A first read this long repays C2's compiles even in a fresh JVM, so its JVM starts with
+# ENGINE_JVM_OPTS too. Measured on 2 cores (BENCHMARKS.md, "The JIT by the read's length"), a
+# cold `history --no-cache`, C1 only against full tiered: 49 MB of commit JSON 13.5-14.3 s
+# against 20.9-23.5 s; 184 MB 38-43 s against 32-39 s; 1.7 GB, the Spark job alone 144 s against
+# 75 s. The two cross near 130 MB.
+LONG_READ_BYTES = 128 << 20
 _resident = False
+_first_read = 0  # the bytes of the longest read asked for before the JVM starts
 
 
 def mark_resident() -> None:
@@ -34,9 +41,23 @@ def mark_resident() -> None:
     _resident = True
 
 
+def expect_read(n_bytes: int) -> None:
+    """A read of `n_bytes` of commit JSON is about to run (the listing says so before Spark
+    starts): a JVM not yet started takes the full JIT when it is a long one. Too late once the
+    JVM runs; harmless then."""
+    global _first_read
+    _first_read = max(_first_read, n_bytes)
+
+
+def long_first_read() -> bool:
+    """Whether the JVM about to start is for a read of LONG_READ_BYTES or more."""
+    return _first_read >= LONG_READ_BYTES
+
+
 def default_jvm_opts() -> str:
-    """The driver JVM's flags unless DELTA_FORENSICS_JVM_OPTS sets them."""
-    return ENGINE_JVM_OPTS if _resident else JVM_OPTS
+    """The driver JVM's flags unless DELTA_FORENSICS_JVM_OPTS sets them: C1 only for the short
+    job a forensics command usually is, the full tiered JIT for the engine and for a long read."""
+    return ENGINE_JVM_OPTS if _resident or long_first_read() else JVM_OPTS
 
 
 @dataclass(frozen=True)

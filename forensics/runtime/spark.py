@@ -16,7 +16,7 @@ from typing import Any
 
 from forensics.errors import ExitCode, ForensicsError, first_line
 from forensics.runtime import heap
-from forensics.runtime.java import JavaInfo, check_java, default_jvm_opts
+from forensics.runtime.java import JavaInfo, check_java, default_jvm_opts, long_first_read
 from forensics.runtime.logs import logger, spark_log_level
 from forensics.runtime.master import chosen_master, is_local
 from forensics.runtime.paths import cache_root
@@ -120,7 +120,8 @@ def get_spark(master: str | None = None, remote: str | None = None, conf: dict[s
         heap.plan_start(conf or {})  # the heap the listing asked for, or a one-line refusal
         started = time.monotonic()
         master = chosen_master(master)
-        logger.info("starting a Spark session (master %s, Java %s%s)", master, java.major,
+        logger.info("starting a Spark session (master %s, Java %s%s%s)", master, java.major,
+                    "; the full JIT for a long first read" if long_first_read() and "DELTA_FORENSICS_JVM_OPTS" not in os.environ else "",
                     f"; settings {', '.join(sorted(conf))}" if conf else "")  # names only: a value may be a credential
         _session = _start_local(master, java, conf or {})
         logger.info("Spark %s started in %.1f s; its log: %s", _session.version, time.monotonic() - started, _spark_log_path())
