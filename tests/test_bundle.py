@@ -76,6 +76,18 @@ def test_a_sample_log_reads_the_same_both_ways_and_the_scratch_is_gone(sample_lo
     assert not [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")] if root.exists() else True
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(alphabet=" \t\r\n{x\u00e9\u3000\ufffd", max_size=6), min_size=1, max_size=30))
+def test_a_line_is_skipped_as_blank_exactly_when_trim_leaves_nothing(spark, texts):
+    """The reader's cheap blank test keeps the lines Spark's `length(trim(text)) > 0` keeps."""
+    import pyspark.sql.functions as F
+
+    df = spark.createDataFrame([(i, t) for i, t in enumerate(texts)], "i int, text string")
+    kept = sorted(r.i for r in df.where(F.expr(reader.NONBLANK_SQL)).collect())
+    assert kept == sorted(r.i for r in df.where(F.length(F.trim("text")) > 0).collect())
+    assert kept == [i for i, t in enumerate(texts) if t.strip(" ")]
+
+
 @given(st.binary(max_size=64) | st.text(max_size=16).map(lambda t: t.encode("utf-8")))
 def test_the_copy_knows_which_bytes_can_decode_to_u_fffd(data):
     """The reader leaves its per-line search for U+FFFD out only when the copy says no file can

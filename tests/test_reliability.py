@@ -456,6 +456,7 @@ STATIC_SQL: dict[tuple[str, str], str] = {
     ("forensics/log/reader.py", "_rows_sql"): "the per-line projection: literal field names and types",
     ("forensics/log/reader.py", "_OKIND_SQL_UTF8"): "_OKIND_SQL without its literal U+FFFD search",
     ("forensics/log/reader.py", "_rows_sql_utf8"): "_rows_sql without its literal U+FFFD search",
+    ("forensics/log/reader.py", "NONBLANK_SQL"): "whether a line is blank: one literal condition",
 }
 DANGEROUS_NAMES = {"eval", "exec", "compile", "__import__", "execfile"}
 DANGEROUS_ATTRS = {"sql", "expr", "selectExpr", "system", "popen", "loads_pickle"}

@@ -163,7 +163,7 @@ def _parsed(lines: Any, check_fffd: bool = True) -> Any:
 
     from forensics.log.spark_schema import ACTION_SCHEMA
 
-    nonblank = lines.where(F.length(F.trim("text")) > 0)
+    nonblank = lines.where(F.expr(NONBLANK_SQL))
     parsed = nonblank.select(
         "version",
         "line",
@@ -171,6 +171,13 @@ def _parsed(lines: Any, check_fffd: bool = True) -> Any:
         F.from_json("text", ACTION_SCHEMA, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt_record"}).alias("a"),
     )
     return _rows(parsed, check_fffd).select(*_COMBINED)
+
+
+# A line is parsed unless it is empty or spaces only (Spark's `trim` strips spaces alone). Asked
+# as `length(trim(text)) > 0` it walked every line's bytes to count its characters (about 5% of
+# the parse's JVM time, JFR on 100,000 commits); a line that does not start with a space is not
+# blank, so only the others are trimmed (`tests/test_bundle.py` holds it to the old question).
+NONBLANK_SQL = "octet_length(text) > 0 AND (substring(text, 1, 1) != ' ' OR trim(text) != '')"
 
 
 def _split_lines(raw: Any) -> Any:
