@@ -49,6 +49,7 @@ def test_a_short_first_read_starts_the_jvm_with_c1_only(tmp_path):
     args, versions, err = _jvm_args(tmp_path, "default")
     assert versions > 0
     assert "-XX:TieredStopAtLevel=1" in args and "-XX:+UseSerialGC" in args, args
+    assert "-XX:-DontCompileHugeMethods" in args, args  # the parse's one huge generated method is compiled
     assert "starting a Spark session" in err and "full JIT" not in err, err
 
 
@@ -58,4 +59,5 @@ def test_a_long_first_read_starts_the_jvm_with_the_full_tiered_jit(tmp_path):
     args, versions, err = _jvm_args(tmp_path, "1")
     assert versions > 0
     assert "-XX:+UseSerialGC" in args and not any("TieredStopAtLevel" in a for a in args), args
+    assert "-XX:-DontCompileHugeMethods" in args, args
     assert "the full JIT for a long first read" in err, err
