@@ -59,5 +59,5 @@ def test_a_long_first_read_starts_the_jvm_with_the_full_tiered_jit(tmp_path):
     args, versions, err = _jvm_args(tmp_path, "1")
     assert versions > 0
     assert "-XX:+UseSerialGC" in args and not any("TieredStopAtLevel" in a for a in args), args
-    assert "-XX:-DontCompileHugeMethods" in args, args
+    assert "-XX:-DontCompileHugeMethods" not in args, args  # C2's compiles of huge methods cost more than they give
     assert "the full JIT for a long first read" in err, err

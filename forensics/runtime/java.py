@@ -23,14 +23,16 @@ MIN_JAVA = 17
 # ~10,400 bytes of bytecode, over HotSpot's 8,000-byte limit, so by default it is never compiled
 # and runs interpreted (a quarter of the parse's JVM time, JFR); compiled, the 20,000-commit
 # parse's first read in a fresh C1 JVM took 5.3-5.6 s against 5.9-6.3 s and each later one
-# about a fifth less (docs/performance.md, "The parse's one huge method").
+# about a fifth less (docs/performance.md, "The parse's one huge method"). Not for the full JIT:
+# in the warm engine C2's compiles of such methods made a 1M-file snapshot slower (6.3 s against
+# 4.9 s) and its peaks higher (up to 2.0 GB against 1.5 GB in a bench run).
 HUGE_METHODS = "-XX:-DontCompileHugeMethods"
 JVM_OPTS = f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC {HUGE_METHODS}"
 # The warm engine's JVM lives for minutes and compiles its hot code while idle
 # (forensics/engine/warmup.py): the full tiered JIT, about a third less CPU per read once warm.
 # (A small heap given back after each read, -Xms64m -XX:MaxHeapFreeRatio=30, saved ~150 MB at a
 # 1M-file snapshot's peak but cost 5-6 full collections, ~0.7 s, per 20,000-commit first look.)
-ENGINE_JVM_OPTS = f"-XX:+UseSerialGC {HUGE_METHODS}"
+ENGINE_JVM_OPTS = "-XX:+UseSerialGC"
 # A first read this long repays C2's compiles even in a fresh JVM, so its JVM starts with
 # ENGINE_JVM_OPTS too. Measured on 2 cores (BENCHMARKS.md, "The JIT by the read's length"), a
 # cold `history --no-cache`, C1 only against full tiered: 49 MB of commit JSON 13.5-14.3 s
