@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "fewer_collections": "forensics.runtime.gc_tuning",
     "cache_root": "forensics.runtime.paths",
     "engine_answer": "forensics.engine.client",
+    "beside_the_command": "forensics.runtime.after_answer",
     "engine_start": "forensics.engine.control",
     "engine_status": "forensics.engine.control",
     "engine_stop": "forensics.engine.control",
@@ -77,7 +78,7 @@ _EXPORTS: dict[str, str] = {
 
 # Loaded like the others but not public API: the CLI's hook into the warm engine (the CLI reaches
 # stages only through this package: tests/test_architecture.py).
-_INTERNAL = frozenset({"engine_answer"})
+_INTERNAL = frozenset({"engine_answer", "beside_the_command"})  # and the cache writes it runs beside a command
 
 __all__ = ["__version__", *(n for n in _EXPORTS if n not in _INTERNAL)]
 

@@ -90,7 +90,7 @@ def test_beside_a_command_a_task_runs_on_its_own_thread_and_the_block_waits_for_
         gate.wait(10)
         ran.append(threading.current_thread().name)
 
-    with after_answer.beside():
+    with after_answer.beside_the_command():
         after_answer.later("k", task)
         assert ran == []  # the command goes on while the task waits
         gate.set()
@@ -104,7 +104,7 @@ def test_beside_a_command_settle_waits_for_the_running_task_and_a_key_keeps_its_
         gate.wait(10)
         ran.append("a1")
 
-    with after_answer.beside():
+    with after_answer.beside_the_command():
         after_answer.later("a", first)
         after_answer.later("a", lambda: ran.append("a2"))  # waits for a1
         after_answer.later("b", lambda: ran.append("b1"))
@@ -116,7 +116,7 @@ def test_beside_a_command_settle_waits_for_the_running_task_and_a_key_keeps_its_
 
 def test_an_engine_collecting_takes_precedence_over_beside():
     ran: list[str] = []
-    with after_answer.beside(), after_answer.collecting() as pending:
+    with after_answer.beside_the_command(), after_answer.collecting() as pending:
         after_answer.later("k", lambda: ran.append("k"))
         assert ran == []
         assert pending.run() == 1

@@ -175,11 +175,11 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
         answered = engine_answer(args, sys.argv[1:] if argv is None else argv)  # None: run here (forensics/engine)
         if answered is not None:
             return answered
-        from forensics.runtime import after_answer
+        from forensics import beside_the_command
 
         try:
             # The cache write of a first look runs beside the command, finished before it returns.
-            with fewer_collections(), after_answer.beside():
+            with fewer_collections(), beside_the_command():
                 return int(args.func(args))
         finally:
             _start_deferred_engine()

@@ -3,8 +3,8 @@
 Publishing a parsed log into the cache costs ~0.4 s at 20,000 commits and ~10 s at a million,
 and the user waiting on a first look needs none of it. Inside the warm engine (where the process
 outlives the command) `later(key, task)` keeps the task until the engine has sent the answer. A
-command run in-process by the CLI (`beside()`) runs it on a thread of its own while the command
-goes on to its answer (the Parquet writer works outside the GIL), and waits for it before the
+command the CLI runs in-process (`beside_the_command()`) runs it on a thread of its own while the
+command goes on to its answer (the Parquet writer works outside the GIL), and waits for it before the
 process ends. Anywhere else (a notebook, the Python API) the task runs at once. Whoever reads
 what a task would write calls `settle(key)` first, which runs it or waits for it, so a second
 read in the same command (or the next command) never misses it.
@@ -22,13 +22,13 @@ _lock = threading.Lock()
 _collecting = 0
 _pending: dict[str, Callable[[], None]] = {}
 _beside = 0
-_running: dict[str, threading.Thread] = {}  # beside(): the last task started for each key
+_running: dict[str, threading.Thread] = {}  # beside_the_command(): the last task started for each key
 
 
 def later(key: str, task: Callable[[], None]) -> None:
     """Run `task` after the answer when an engine collects, on a thread beside the command under
-    `beside()`, else now. Tasks of one key keep their order: one already pending or running for
-    `key` finishes first."""
+    `beside_the_command()`, else now. Tasks of one key keep their order: one already pending or
+    running for `key` finishes first."""
     with _lock:
         if _collecting:
             task_now = _pending.pop(key, None)
@@ -57,7 +57,7 @@ def settle(key: str) -> None:
 
 
 @contextmanager
-def beside() -> Iterator[None]:
+def beside_the_command() -> Iterator[None]:
     """Run `later` tasks on threads while the block goes on (the CLI's in-process command, whose
     answer needs none of them); the block ends when every one has finished. An engine collecting
     tasks takes precedence."""
