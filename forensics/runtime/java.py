@@ -36,8 +36,8 @@ ENGINE_JVM_OPTS = "-XX:+UseSerialGC"
 # A first read this long repays C2's compiles even in a fresh JVM, so its JVM starts with
 # ENGINE_JVM_OPTS too. Measured on 2 cores (BENCHMARKS.md, "The JIT by the read's length"), a
 # cold `history --no-cache`, C1 only against full tiered: 49 MB of commit JSON 13.5-14.3 s
-# against 20.9-23.5 s; 184 MB 38-43 s against 32-39 s; 1.7 GB, the Spark job alone 144 s against
-# 75 s. The two cross near 130 MB.
+# against 20.9-23.5 s; 184 MB 38-43 s against 32-39 s; 1.7 GB, the Spark job alone 171 s against
+# 75 s (BENCHMARKS.md). The two cross near 130 MB.
 LONG_READ_BYTES = 128 << 20
 _resident = False
 _first_read = 0  # the bytes of the longest read asked for before the JVM starts
