@@ -171,17 +171,23 @@ def test_broken_lines_are_findings_naming_file_and_version(tmp_path, sample_logs
             assert x.file and x.file.startswith("_delta_log/") and x.version is not None
 
 
-def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
-    src = sample_logs / "quickstart" / "table"
-    if not src.exists():
-        pytest.skip("sample_logs/quickstart not generated yet")
-    t = _copy(src, tmp_path / "t")
-    calls = []
+def _counting(spark):
+    """A Spark factory that counts the sessions asked of it (each is a JVM start in real use)."""
+    calls: list[int] = []
 
     def factory():
         calls.append(1)
         return spark
 
+    return factory, calls
+
+
+def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
+    src = sample_logs / "quickstart" / "table"
+    if not src.exists():
+        pytest.skip("sample_logs/quickstart not generated yet")
+    t = _copy(src, tmp_path / "t")
+    factory, calls = _counting(spark)
     first = DeltaLog.open(str(t), spark_factory=factory)
     assert not first.from_cache and calls == [1]
     again = DeltaLog.open(str(t), spark_factory=factory)
@@ -197,6 +203,26 @@ def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
     assert inc.record(last + 1).read_version == last
     fresh = DeltaLog.open(str(t), use_cache=False, spark_factory=factory)
     assert fresh.commits.sort("version").equals(inc.commits.sort("version"))
+
+
+def test_cache_survives_log_cleanup_but_not_a_rewritten_commit(tmp_path, sample_logs, spark):
+    """The cache's meta keeps a digest of the files it was built from; when the log's differs, the
+    whole fingerprint decides: commits cleaned up since (log retention) leave it usable, a commit
+    file rewritten in place does not."""
+    src = sample_logs / "quickstart" / "table"
+    t = _copy(src, tmp_path / "t")
+    factory, calls = _counting(spark)
+    first = DeltaLog.open(str(t), spark_factory=factory)
+    assert not first.from_cache and calls == [1]
+    log_dir = t / "_delta_log"
+    for v in range(0, 6):  # the checkpoint at 18 keeps the table whole
+        (log_dir / f"{v:020d}.json").unlink()
+    cleaned = DeltaLog.open(str(t), spark_factory=factory)
+    assert cleaned.from_cache and calls == [1]
+    ten = log_dir / f"{10:020d}.json"
+    ten.write_text(ten.read_text() + "\n")  # another size: not the file the cache was built from
+    rewritten = DeltaLog.open(str(t), spark_factory=factory)
+    assert not rewritten.from_cache and calls == [1, 1]
 
 
 def test_lazy_file_actions_are_safe_from_many_threads(sample_logs, spark):

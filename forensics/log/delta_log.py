@@ -10,6 +10,7 @@ as soon as the store's listing shows commits past the cache (`SparkStarter`), wh
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -539,6 +540,13 @@ def _fingerprint(plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, list]:
     return {str(v): [f.name, f.size, f.mtime_ms, s] for v, (f, s) in sorted(plan.items())}
 
 
+def _fingerprint_digest(plan: dict[int, tuple[L.LogFile, str]], upto: int | None = None) -> str:
+    """One digest of `_fingerprint(plan)` (its versions up to `upto`): the cache's meta.json keeps
+    it, so an unchanged log is told from one hash instead of the whole list (C.FINGERPRINT)."""
+    rows = "\n".join(f"{v}\t{f.name}\t{f.size}\t{f.mtime_ms}\t{s}" for v, (f, s) in sorted(plan.items()) if upto is None or v <= upto)
+    return hashlib.blake2b(rows.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
+
 def _load_cache(cache_dir: Path, table_uri: str):
     """The published cache generation (forensics/log/cache.py), or None."""
 
@@ -562,13 +570,15 @@ def _cache_covers(cached, plan) -> bool:
     """The cache is usable when every cached file still exists unchanged or was cleaned up,
     and no file appeared at or below the cached maximum version."""
     _, _, _, meta = cached
-    fp = meta["fingerprint"]
     maxv = meta["max_version"]
-    cur = _fingerprint(plan)
-    for v, entry in cur.items():
-        if int(v) <= maxv:
-            if fp.get(v) != entry:
-                return False
+    if meta.get("fingerprint_digest") == _fingerprint_digest(plan, maxv):
+        return True  # every cached file as it was, and no other at or below the maximum
+    fp = C.read_fingerprint(meta)
+    if fp is None:
+        return False
+    for v, (f, s) in plan.items():
+        if v <= maxv and fp.get(str(v)) != [f.name, f.size, f.mtime_ms, s]:
+            return False
     return True
 
 
@@ -581,4 +591,5 @@ def _append_cache(cache_dir: Path, listing: L.LogListing, plan, base_meta, commi
 
 
 def _meta(listing: L.LogListing, plan) -> dict:
-    return {"location": listing.table_uri, "max_version": max(plan) if plan else -1, "fingerprint": _fingerprint(plan)}
+    return {"location": listing.table_uri, "max_version": max(plan) if plan else -1, "fingerprint": _fingerprint(plan),
+            "fingerprint_digest": _fingerprint_digest(plan)}

@@ -11,16 +11,10 @@ from typing import Any
 
 import polars as pl
 
-from forensics.log.params import (
-    COMMIT_INFO_KEYS,
-    decode_metrics,
-    decode_parameters,
-    finite_json,
-    other_commit_info,
-    parse_commit_info,
-)
+from forensics.log.params import commit_info_columns, concat_columns
 from forensics.model import CommitRecord, Finding
 from forensics.runtime.gc_tuning import fewer_collections
+from forensics.runtime.halves import in_two
 
 COMMIT_SCHEMA: dict[str, Any] = {
     "version": pl.Int64,
@@ -71,8 +65,8 @@ def build_commit_index(
 
     Built column-wise: counts, partitions and action kinds are polars aggregations; only the
     commitInfo's JSON (parameters, metrics, the keys without a column) is decoded per commit,
-    in one tight loop (`_commit_info_columns`): at 1,000,000 commits a loop over every row cost
-    ~90 s."""
+    in one tight loop (`params.commit_info_columns`): at 1,000,000 commits a loop over every row
+    cost ~90 s, this one 18-27 s, half of it in a second process (forensics/runtime/halves.py)."""
     base = pl.DataFrame(
         {
             "version": versions,
@@ -86,7 +80,7 @@ def build_commit_index(
     raws = frame["commit_info_raw"].to_list()
     has_ci = frame["has_commit_info"].to_list()
     with fewer_collections():  # a few dicts per commit, no cycles: the collector would walk the loaded log again and again
-        decoded = _commit_info_columns(raws, has_ci)
+        decoded = in_two(commit_info_columns, concat_columns, raws, has_ci)  # a second process takes half of a long log
     frame = frame.with_columns(pl.Series(name, col, dtype=COMMIT_SCHEMA[name]) for name, col in decoded.items())
     frame = frame.with_columns(
         pl.coalesce("ci_timestamp", "file_modification_time").alias("timestamp"),
@@ -162,44 +156,6 @@ def _other_action_columns(others: pl.DataFrame) -> pl.DataFrame:
         schema={"version": pl.Int64, "txn_app_ids": pl.Utf8, "domains": pl.Utf8},
     )
     return flags.join(first_ci, on="version", how="left", maintain_order="left").join(extra, on="version", how="left", maintain_order="left").select(schema.keys())
-
-
-def _commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> dict[str, list[Any]]:
-    """The columns read from each commitInfo's JSON text (the typed ones come from Spark)."""
-    names = ("operation_parameters", "user_id", "user_name", "job", "notebook", "cluster_id", "operation_metrics",
-             "user_metadata", "tags", "client_version", "other_commit_info")
-    cols: dict[str, list[Any]] = {n: [] for n in names}
-    appends = [cols[n].append for n in names]
-    dumps = json.dumps
-    plain_keys = COMMIT_INFO_KEYS
-    for raw, present in zip(raws, has_ci):
-        ci = parse_commit_info(raw)
-        get = ci.get
-        params = get("operationParameters")
-        metrics = get("operationMetrics")
-        tags = get("tags")
-        if present and (not plain_keys.issuperset(ci) or not isinstance(metrics, (dict, type(None)))
-                        or not isinstance(tags, (dict, type(None)))):
-            other: str | None = dumps(other_commit_info(ci))
-        else:
-            other = "{}" if present else None
-        job, notebook = get("job"), get("notebook")
-        values = (
-            dumps(decode_parameters(params), sort_keys=False) if params else "{}",
-            _str(get("userId")),
-            _str(get("userName")),
-            None if job is None else dumps(job),
-            None if notebook is None else dumps(notebook),
-            _str(get("clusterId")),
-            None if not isinstance(metrics, dict) else dumps(decode_metrics(metrics)),
-            _str(get("userMetadata")),
-            dumps(finite_json(tags)) if isinstance(tags, dict) else None,
-            _str(get("clientVersion")),
-            other,
-        )
-        for append, value in zip(appends, values):
-            append(value)
-    return cols
 
 
 def line_findings(others: pl.DataFrame, names: dict[int, str]) -> list[Finding]:
@@ -318,5 +274,3 @@ def _json_or_none(v: Any) -> str | None:
     return None if v is None else json.dumps(v)
 
 
-def _str(v: Any) -> str | None:
-    return None if v is None else str(v)

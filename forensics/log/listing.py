@@ -33,6 +33,22 @@ RE_TMP_COMMIT = re.compile(rf"^\.?{_V}\.json\..*\.?tmp$|^\.{_V}\.json\.[0-9a-fA-
 STAGED_DIRS = ("_staged_commits", "_commits")
 
 
+def commit_version(name: str) -> int | None:
+    """The version a commit file's name (RE_COMMIT) gives, or None. The usual name, twenty ASCII
+    digits and ".json", is told without the regex: over a million names the regex cost ~3 s."""
+    if len(name) == 25 and name.endswith(".json"):
+        head = name[:20]
+        if head.isascii() and head.isdigit():
+            return int(head)
+    m = RE_COMMIT.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _by_name(entry: tuple) -> str:
+    """Entries sort by name alone (names in a folder are unique): a million tuples compared whole cost more."""
+    return entry[0]
+
+
 @dataclass(frozen=True)
 class LogFile:
     name: str  # relative to _delta_log (e.g. "00000000000000000003.json", "_sidecars/x.parquet")
@@ -143,7 +159,7 @@ def commit_versions_local(location: str, *, times: bool) -> list[tuple[int, int 
     Raises OSError when the directory cannot be read."""
     path = _join(normalize_location(location), "_delta_log")
     path = urlparse(path).path if path.startswith("file:") else path
-    names = sorted(n for n in os.listdir(path) if len(n) == 25 and n.endswith(".json") and RE_COMMIT.match(n))
+    names = sorted(n for n in os.listdir(path) if commit_version(n) is not None)
     if not times:  # zero-padded: the names' order is the versions'
         if names and int(names[-1][:20]) - int(names[0][:20]) + 1 == len(names):  # no gap (the usual log): no parse each
             return list(zip(range(int(names[0][:20]), int(names[-1][:20]) + 1), itertools.repeat(None)))
@@ -213,7 +229,7 @@ def list_log(location: str, known: Known | None = None) -> LogListing:
     listing = LogListing(table_uri=table_uri, log_uri=log_uri)
     multipart: dict[tuple[int, int], list[tuple[int, LogFile]]] = {}
 
-    for name, size, mtime, is_dir, is_link in sorted(entries):
+    for name, size, mtime, is_dir, is_link in sorted(entries, key=_by_name):
         f = LogFile(name=name, uri=_join(log_uri, name), size=size, mtime_ms=mtime)
         if is_link:
             listing.findings.append(
@@ -238,9 +254,8 @@ def list_log(location: str, known: Known | None = None) -> LogListing:
             else:
                 listing.findings.append(Finding("stray.dir", "unknown directory in _delta_log", "info", f"_delta_log/{name}"))
             continue
-        m = RE_COMMIT.match(name)
-        if m:
-            v = int(m.group(1))
+        v = commit_version(name)
+        if v is not None:
             listing.commits[v] = f
             if size == 0:
                 listing.findings.append(Finding("commit.empty", "commit file is empty (0 bytes)", "error", f"_delta_log/{name}", v))

@@ -113,3 +113,55 @@ def finite_json(value: Any) -> Any:
     if isinstance(value, list):
         return [finite_json(v) for v in value]
     return value
+
+
+def concat_columns(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    """`commit_info_columns` of two halves, joined (forensics/runtime/halves.py)."""
+    for name, col in b.items():
+        a[name].extend(col)
+    return a
+
+
+def commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> dict[str, list[Any]]:
+    """The commit index's columns read from each commitInfo's JSON text (the typed ones come from
+    Spark). Plain Python over plain lists: a long log's second half runs in another process."""
+    names = ("operation_parameters", "user_id", "user_name", "job", "notebook", "cluster_id", "operation_metrics",
+             "user_metadata", "tags", "client_version", "other_commit_info")
+    cols: dict[str, list[Any]] = {n: [] for n in names}
+    appends = [cols[n].append for n in names]
+    dumps = json.dumps
+    plain_keys = COMMIT_INFO_KEYS
+    for raw, present in zip(raws, has_ci):
+        ci = parse_commit_info(raw)
+        get = ci.get
+        params = get("operationParameters")
+        metrics = get("operationMetrics")
+        tags = get("tags")
+        if present and (not plain_keys.issuperset(ci) or not isinstance(metrics, (dict, type(None)))
+                        or not isinstance(tags, (dict, type(None)))):
+            other: str | None = dumps(other_commit_info(ci))
+        else:
+            other = "{}" if present else None
+        job, notebook = get("job"), get("notebook")
+        values = (
+            dumps(decode_parameters(params), sort_keys=False) if params else "{}",
+            _str(get("userId")),
+            _str(get("userName")),
+            None if job is None else dumps(job),
+            None if notebook is None else dumps(notebook),
+            _str(get("clusterId")),
+            None if not isinstance(metrics, dict) else dumps(decode_metrics(metrics)),
+            _str(get("userMetadata")),
+            dumps(finite_json(tags)) if isinstance(tags, dict) else None,
+            _str(get("clientVersion")),
+            other,
+        )
+        for append, value in zip(appends, values):
+            append(value)
+    return cols
+
+
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)

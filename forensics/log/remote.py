@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from forensics.log.listing import RE_COMMIT, LogFile, normalize_location
+from forensics.log.listing import LogFile, commit_version, normalize_location
 from forensics.runtime.paths import mirror_dir
 from forensics.storage import Mirror, RemoteFile, StorageOptions, StoreLocation, list_table_files, mirror_log, resolve_options
 from forensics.storage.mirror import LOG_DIR
@@ -84,7 +84,7 @@ def listed_commits(files: list[RemoteFile], root: Path) -> ListedCommits:
     commits: dict[int, LogFile] = {}
     for r in files:
         folder, _, name = r.path.rpartition("/")
-        m = RE_COMMIT.match(name) if folder == LOG_DIR else None
-        if m:
-            commits[int(m.group(1))] = LogFile(name, f"{log_uri}/{name}", r.size, r.last_modified_ms)
+        v = commit_version(name) if folder == LOG_DIR else None
+        if v is not None:
+            commits[v] = LogFile(name, f"{log_uri}/{name}", r.size, r.last_modified_ms)
     return ListedCommits(commits, max((r.size for r in files if r.path.endswith(".json")), default=0))

@@ -332,7 +332,7 @@ def whatif(log: DeltaLog, req: WhatIfRequest, state: StateIndex | None = None) -
     if missing:
         notes.append(f"winning commit(s) {missing[:5]} are not in the retained log; not checked")
     winners = [winning_commit(log, v) for v in winners_v]
-    read_files = state.lifetimes.files_at(req.read_version)
+    read_files = state.lifetimes.files_at(req.read_version) if profile.reads_the_snapshot else None
     result = check_window(txn, winners, profile, read_snapshot_files=read_files, table_name=(sets.read_metadata.name if sets.read_metadata else None))
     if any(n for n in notes if "unknown" in n or "could not" in n) and result.certainty == Bound.EXACT:
         result.certainty = Bound.UNKNOWN

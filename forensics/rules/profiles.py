@@ -50,6 +50,13 @@ class Profile:
         return self.engine in ("delta-spark", "databricks")
 
     @property
+    def reads_the_snapshot(self) -> bool:
+        """delta-rs derives a transaction's read files from the files active at its read version
+        (conflict-rules §9); the others' come from the predicates their commits record (forensics/sets).
+        Only for delta-rs are those files worth listing."""
+        return self.engine == "delta-rs"
+
+    @property
     def append_shortcuts(self) -> bool:
         """§5.6 steps a/b (blind-append and unpartitioned shortcuts) exist from v3.1."""
         return self.spark_like and self.at_least(3, 1)

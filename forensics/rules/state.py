@@ -62,7 +62,7 @@ def start_state(txn: Transaction, profile: Profile,
     schema = table_schema(txn)
     read_files = list(txn.read.files) if txn.read.files is not None else None
     inferred: list[str] = []
-    if profile.engine == "delta-rs" and read_snapshot_files is not None:
+    if profile.reads_the_snapshot and read_snapshot_files is not None:
         # conflict-rules §9: with a predicate, the read-snapshot files it can match (partition + stats);
         # without one, EVERY file of the read snapshot
         pred = delta_rs_predicate(txn)
