@@ -12,6 +12,19 @@ SAMPLE_LOGS = REPO / "sample_logs"
 SHARED = Path(os.environ.get("DELTA_FORENSICS_SHARED", REPO.parent / "shared"))
 
 
+def pytest_sessionstart(session) -> None:
+    """Give every sample table its recorded file times before any test runs (a git checkout sets
+    them to the checkout's time; evidence reads them). Once per process, before its first test:
+    restoring them mid-run, as fixtures did, changed the times under a test on another xdist
+    worker between its two runs of one command (an in-process and an engine answer that then
+    differed)."""
+    from forensics.synth.mtimes import restore_in_place
+
+    for sample in sorted(SAMPLE_LOGS.iterdir()):
+        if sample.is_dir():
+            restore_in_place(sample)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO

@@ -79,11 +79,15 @@ def _stop_all(cache: Path) -> None:
         subprocess.run(CLI + ["engine", "stop", "--all"], env=env, capture_output=True, timeout=60)
     except subprocess.TimeoutExpired:
         pass
-    for pid in _pids(cache):
+    killed = _pids(cache)
+    for pid in killed:
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    deadline = time.monotonic() + 15  # a SIGKILLed process takes a moment to exit on a loaded machine
+    while any(_alive(p) for p in killed) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 @pytest.fixture

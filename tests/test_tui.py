@@ -21,7 +21,6 @@ import pytest
 from textual.command import CommandPalette
 
 from forensics import Table
-from forensics.synth.mtimes import restore_in_place
 from forensics.times import fmt_time
 from tui.app import ForensicsApp
 from tui.prompt import PromptScreen
@@ -61,7 +60,6 @@ def warm_cache(tmp_path_factory, sample_logs, spark):
     os.environ["DELTA_FORENSICS_CACHE_DIR"] = str(cache)
     try:
         for name in SAMPLES:
-            restore_in_place(sample_logs / name)  # a git checkout resets file times; evidence reads them
             Table(sample_logs / name / "table", spark=spark)
     finally:
         if old is None:

@@ -376,13 +376,11 @@ class _locked:
 def _spawn(place: places.EnginePlace, key: EngineKey, idle: float) -> Any:
     import subprocess
 
-    import forensics
+    from forensics.runtime.children import with_this_package
 
-    env = _engine_environment()
+    env = with_this_package(_engine_environment())
     env["DELTA_FORENSICS_CACHE_DIR"] = key.cache_root
     return_freed_memory(env)  # polars' allocator in a long-lived process (forensics/runtime/allocator.py)
-    package_parent = str(Path(forensics.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
     places.write_private(place.key, json.dumps(key.to_dict(), sort_keys=True))
     _trim_log(place.log)
     log = os.open(place.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

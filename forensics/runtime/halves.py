@@ -22,6 +22,7 @@ import sys
 import threading
 from typing import Any, Callable, TypeVar
 
+from forensics.runtime.children import with_this_package
 from forensics.runtime.logs import logger
 
 R = TypeVar("R")
@@ -56,7 +57,7 @@ def in_two(fn: Callable[..., R], combine: Callable[[R, R], R], *lists: list, min
     h = n // 2
     try:
         child = subprocess.Popen([PYTHON, "-m", "forensics.runtime.halves", _name(fn)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=with_this_package())
     except OSError as e:
         logger.info("no second process for %d item(s) (%s); computed in this one", n - h, e)
         return fn(*lists)
