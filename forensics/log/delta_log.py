@@ -536,14 +536,21 @@ def read_small(uri: str) -> bytes:
 # --------------------------------------------------------------------------------------
 
 
+def _fingerprint_entry(f: L.LogFile, source: str) -> list:
+    """What the cache remembers of one log file: the one definition the list, its digest and the
+    comparison with the log share."""
+    return [f.name, f.size, f.mtime_ms, source]
+
+
 def _fingerprint(plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, list]:
-    return {str(v): [f.name, f.size, f.mtime_ms, s] for v, (f, s) in sorted(plan.items())}
+    return {str(v): _fingerprint_entry(f, s) for v, (f, s) in sorted(plan.items())}
 
 
 def _fingerprint_digest(plan: dict[int, tuple[L.LogFile, str]], upto: int | None = None) -> str:
     """One digest of `_fingerprint(plan)` (its versions up to `upto`): the cache's meta.json keeps
     it, so an unchanged log is told from one hash instead of the whole list (C.FINGERPRINT)."""
-    rows = "\n".join(f"{v}\t{f.name}\t{f.size}\t{f.mtime_ms}\t{s}" for v, (f, s) in sorted(plan.items()) if upto is None or v <= upto)
+    rows = "\n".join("\t".join(map(str, (v, *_fingerprint_entry(f, s)))) for v, (f, s) in sorted(plan.items())
+                     if upto is None or v <= upto)
     return hashlib.blake2b(rows.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
 
 
@@ -577,7 +584,7 @@ def _cache_covers(cached, plan) -> bool:
     if fp is None:
         return False
     for v, (f, s) in plan.items():
-        if v <= maxv and fp.get(str(v)) != [f.name, f.size, f.mtime_ms, s]:
+        if v <= maxv and fp.get(str(v)) != _fingerprint_entry(f, s):
             return False
     return True
 

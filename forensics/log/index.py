@@ -272,5 +272,3 @@ def _loads(s: str | None, default: Any) -> Any:
 
 def _json_or_none(v: Any) -> str | None:
     return None if v is None else json.dumps(v)
-
-

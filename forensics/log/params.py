@@ -161,7 +161,5 @@ def commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> di
     return cols
 
 
-
-
 def _str(v: Any) -> str | None:
     return None if v is None else str(v)
