@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,21 +88,3 @@ def test_short_lists_and_unlisted_loops_stay_in_this_process(monkeypatch):
     assert calls == [10]
     raws = ['{"userId": "a"}'] * 10
     assert halves.in_two(commit_info_columns, concat_columns, raws, [True] * 10)["user_id"] == ["a"] * 10  # under MIN_ITEMS
-
-
-def test_a_child_of_the_tool_finds_this_package_without_an_install(tmp_path):
-    """`runtime.children.with_this_package`: the environment the tool's children (this loop's, the
-    bundle's copiers, the warm engine) start with. An interpreter without the package installed
-    (the venv's base) imports it through that environment alone, not without it."""
-    from forensics.runtime.children import PACKAGE_PARENT, with_this_package
-
-    base = Path(sys.base_prefix) / "bin" / "python3"
-    if sys.base_prefix == sys.prefix or not base.exists():
-        pytest.skip("needs a virtual environment over a base interpreter")
-    code = "import forensics.runtime.children as c; print(c.PACKAGE_PARENT)"
-    bare_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    bare = subprocess.run([str(base), "-c", code], env=bare_env, capture_output=True, cwd=tmp_path, timeout=60)
-    assert bare.returncode != 0 and b"No module named 'forensics'" in bare.stderr
-    ok = subprocess.run([str(base), "-c", code], env=with_this_package(bare_env), capture_output=True, cwd=tmp_path, timeout=60)
-    assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.decode().strip() == PACKAGE_PARENT == str(REPO)

@@ -376,9 +376,9 @@ class _locked:
 def _spawn(place: places.EnginePlace, key: EngineKey, idle: float) -> Any:
     import subprocess
 
-    from forensics.runtime.children import with_this_package
+    from forensics.runtime.children import child_environment
 
-    env = with_this_package(_engine_environment())
+    env = child_environment(_engine_environment())
     env["DELTA_FORENSICS_CACHE_DIR"] = key.cache_root
     return_freed_memory(env)  # polars' allocator in a long-lived process (forensics/runtime/allocator.py)
     places.write_private(place.key, json.dumps(key.to_dict(), sort_keys=True))
@@ -397,14 +397,11 @@ def _spawn(place: places.EnginePlace, key: EngineKey, idle: float) -> Any:
 
 
 def _engine_environment() -> dict[str, str]:
-    """The engine's environment: this process's, without credentials (cloud settings, anything
-    secret-named) and without what each request brings (terminal, zone, per-run settings)."""
+    """The engine's environment before `child_environment` drops credentials: this process's
+    without what each request brings (terminal, zone, per-run settings)."""
     from forensics.engine.routing import per_request
-    from forensics.safe import is_secret_key
 
-    cloud = ("AWS_", "AZURE_", "AZURITE_", "GOOGLE_", "GCS_", "GCP_", "CLOUDSDK_", "ARM_", "MSI_", "IDENTITY_")
-    return {k: v for k, v in os.environ.items()
-            if not is_secret_key(k) and not k.upper().startswith(cloud) and not per_request(k)}
+    return {k: v for k, v in os.environ.items() if not per_request(k)}
 
 
 def _trim_log(path: Path, limit: int = 1 << 20) -> None:

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import LogFile, is_local
-from forensics.runtime.children import with_this_package
+from forensics.runtime.children import child_environment
 from forensics.runtime.spill import scratch_root, shares_this_disk, sweep
 
 # Scratch file size: Spark splits text files at spark.sql.files.maxPartitionBytes (64 MB here)
@@ -114,7 +114,7 @@ def _in_workers(out: Path, slices: list[list[tuple[str, str, int]]]) -> tuple[tu
         spec = out / f".work-{tag}.json"
         spec.write_text(json.dumps(work), encoding="utf-8")
         jobs.append((spec, subprocess.Popen([sys.executable, "-m", "forensics.log.bundle", str(out), tag, str(spec)],
-                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=with_this_package())))
+                                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment())))
     done = [(proc.communicate(), proc.returncode) for _, proc in jobs]
     for spec, _ in jobs:
         spec.unlink(missing_ok=True)

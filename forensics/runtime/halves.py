@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import Any, Callable, TypeVar
 
-from forensics.runtime.children import with_this_package
+from forensics.runtime.children import child_environment
 from forensics.runtime.logs import logger
 
 R = TypeVar("R")
@@ -57,7 +57,7 @@ def in_two(fn: Callable[..., R], combine: Callable[[R, R], R], *lists: list, min
     h = n // 2
     try:
         child = subprocess.Popen([PYTHON, "-m", "forensics.runtime.halves", _name(fn)], stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=with_this_package())
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_environment())
     except OSError as e:
         logger.info("no second process for %d item(s) (%s); computed in this one", n - h, e)
         return fn(*lists)
