@@ -96,7 +96,7 @@ class DeletionVectorRef:
         return f"{base}@{self.offset}" if self.offset is not None else base
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileAction:
     """One add, remove or cdc action, as written in the log (path not decoded)."""
 

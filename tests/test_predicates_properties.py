@@ -268,3 +268,52 @@ def test_stats_skipping_is_sound(tree, xs, base):
     )
     if any_row:
         assert may_match_stats(text, json.dumps(stats), pv, SCHEMA), (text, stats)
+
+
+def _ids_and_meta(p):
+    from sqlglot import exp
+
+    if p._expr is None:
+        return None
+    return [(c.name, c.meta.get("expr_id"), c.meta.get("long"), c.meta.get("qualifier")) for c in p._expr.find_all(exp.Column)]
+
+
+def _as_parsed_directly(text):
+    """The parse of `text` itself, past every cache (parse.py renumbers Catalyst ids to share one
+    parse between texts that differ only in them)."""
+    from forensics.predicates.parse import _parse_guarded, schema_key
+
+    return _parse_guarded(text, schema_key(SCHEMA))
+
+
+fresh_ids = st.fixed_dictionaries({c: st.integers(0, 10**7) for c in IDS})
+
+
+@PROPS
+@given(preds, fresh_ids, fresh_ids)
+def test_a_catalyst_predicate_parses_the_same_whatever_its_attribute_ids(tree, ids_one, ids_two):
+    """Two runs of one query print other ids: each parse is the text's own (its ids, its text),
+    and the two differ in nothing else."""
+    global IDS
+    saved = IDS
+    texts = []
+    try:
+        for ids in (ids_one, ids_two):
+            IDS = {c: f"{c}#{ids[c]}{'L' if saved[c].endswith('L') else ''}" for c in saved}
+            texts.append(render_catalyst(tree))
+    finally:
+        IDS = saved
+    got = [parse_predicate(t, SCHEMA) for t in texts]
+    for t, p in zip(texts, got):
+        direct = _as_parsed_directly(t)
+        assert p == direct and p.text == t
+        assert p._expr == direct._expr and _ids_and_meta(p) == _ids_and_meta(direct), t
+    assert got[0].sql == got[1].sql and got[0].columns == got[1].columns
+
+
+@PROPS
+@given(sqlish)
+def test_noise_parses_as_itself_through_the_renumbering(text):
+    p = parse_predicate(text, SCHEMA)
+    direct = _as_parsed_directly(text)
+    assert p == direct and p.text == text and _ids_and_meta(p) == _ids_and_meta(direct)

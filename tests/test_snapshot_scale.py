@@ -23,6 +23,7 @@ import forensics.cli.commands._snapshot_json as sj
 from forensics.cli.commands.snapshot import snapshot_json
 from forensics.errors import ForensicsError
 from forensics.log.snapshot import active_files, snapshot, snapshot_frame, state_actions, with_keys
+from forensics.log.file_actions import partition_values_of
 from forensics.log.delta_log import DeltaLog
 from helpers import run_cli
 
@@ -266,6 +267,6 @@ def test_file_objects_are_what_json_dumps_writes(rows, base):
             dv = {"storageType": r["dv_storage_type"], "pathOrInlineDv": r["dv_path"] or "", "offset": r["dv_offset"],
                   "sizeInBytes": r["dv_size"], "cardinality": r["dv_cardinality"]}
         added = None if base is not None and r["version"] == base else r["version"]
-        want.append(json.dumps({"path": r["path"], "partitionValues": sj._partition_values(r["partition_values"]), "size": r["size"],
+        want.append(json.dumps({"path": r["path"], "partitionValues": partition_values_of(r["partition_values"]), "size": r["size"],
                                 "deletionVector": dv, "addedInVersion": added}, ensure_ascii=True))
     assert got == want

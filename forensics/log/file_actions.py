@@ -89,13 +89,19 @@ class FileActionRows:
             return {}
         hit = self._pv.get(text)
         if hit is None:
-            try:
-                hit = json.loads(text) or {}
-            except ValueError:
-                hit = {}
-            self._pv[text] = hit
+            hit = self._pv[text] = partition_values_of(text)
         # A copy per action: callers may treat partitionValues as their own.
         return dict(hit) if isinstance(hit, dict) else hit
+
+
+def partition_values_of(text: str | None) -> Any:
+    """A file action's partitionValues from the frame's text: what its FileAction carries."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text) or {}
+    except ValueError:
+        return {}
 
 
 def _tags(text: str | None) -> Any:

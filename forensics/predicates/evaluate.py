@@ -488,7 +488,9 @@ _compiled: dict[tuple, PredFn] = {}
 _MAX_COMPILED = 4096
 
 
-def _full_schema_key(schema: TableSchema) -> tuple:
+def full_schema_key(schema: TableSchema) -> tuple:
+    """What evaluating a predicate depends on in a schema (names, types, physical names,
+    partition columns), hashable; remembered per schema object."""
     hit = _schema_keys.get(id(schema))
     if hit is not None and hit[0]() is schema:
         return hit[1]
@@ -507,7 +509,7 @@ def _full_schema_key(schema: TableSchema) -> tuple:
 
 
 def compiled(p: ParsedPredicate, schema: TableSchema, use_stats: bool) -> PredFn:
-    key = (p.sql, _full_schema_key(schema), use_stats, p._schema_key)
+    key = (p.sql, full_schema_key(schema), use_stats, p._schema_key)
     fn = _compiled.get(key)
     if fn is None:
         fn = _Compiler(schema, use_stats).pred(p._expr)

@@ -8,6 +8,7 @@ with `sql=None` and a one-line `error`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 import threading
@@ -84,6 +85,70 @@ def parse_predicate(text: str, schema: TableSchema | None = None) -> ParsedPredi
 
 @lru_cache(maxsize=8192)
 def _parse_cached(text: str, key: SchemaKey) -> ParsedPredicate:
+    canonical = _canonical_ids(text)
+    if canonical is not None:
+        p = _parse_canonical(canonical[0], key)
+        # Shared only when every attribute became a column of the tree (its id in the column's
+        # meta, nowhere else): an attribute parsed as a function name keeps its id in the SQL.
+        if p._expr is not None and _columns_with_ids(p._expr) == len(canonical[1]):
+            return _with_ids(p, text, canonical[1])
+    return _parse_guarded(text, key)
+
+
+# Catalyst numbers every attribute afresh in each query (`id#1071L`, next run `id#805106L`), so a
+# long log's conditions rarely repeat as text. Parsed once with the ids renumbered in order of
+# appearance and given their own ids back (a copy of the tree, the ids in its columns' meta):
+# the same result as parsing the text, several times cheaper.
+@lru_cache(maxsize=8192)
+def _parse_canonical(text: str, key: SchemaKey) -> ParsedPredicate:
+    return _parse_guarded(text, key)
+
+
+def _columns_with_ids(tree: exp.Expression) -> int:
+    return sum(1 for c in tree.find_all(exp.Column) if c.meta.get("expr_id") is not None)
+
+
+def _canonical_ids(text: str) -> tuple[str, tuple[int, ...]] | None:
+    """`text` with its attribute ids renumbered 0, 1, ... by first appearance, and the real id of
+    each attribute in order; None when there is nothing to renumber or the text is not plain enough to be
+    sure every `#` is an attribute's (a string, a UDF's result id, a cut)."""
+    if "#" not in text or len(text) > MAX_PREDICATE_CHARS:
+        return None
+    toks = lexer.tokenize(text)
+    attrs = [t for t in toks if t.kind == "attr"]
+    if not attrs or text.count("#") != len(attrs) or any(t.unterminated for t in toks):
+        return None
+    order: dict[int, int] = {}
+    parts, real = [], []
+    for t in toks:
+        if t.kind == "attr":
+            base, _, suffix = t.text.rpartition("#")
+            long = suffix.endswith("L")
+            real.append(int(suffix[:-1] if long else suffix))
+            parts.append(f"{base}#{order.setdefault(real[-1], len(order))}{'L' if long else ''}")
+        else:
+            parts.append(t.text)
+    canonical = "".join(parts)
+    if canonical == text or "".join(t.text for t in toks) != text:
+        return None
+    return canonical, tuple(real)
+
+
+def _with_ids(p: ParsedPredicate, text: str, ids: tuple[int, ...]) -> ParsedPredicate:
+    """The parse of the renumbered text as the parse of `text`: its own ids and text."""
+    tree = p._expr.copy()
+    by_number = {}
+    for i in ids:
+        by_number.setdefault(i, len(by_number))
+    real = {k: i for i, k in by_number.items()}
+    for col in tree.find_all(exp.Column):
+        k = col.meta.get("expr_id")
+        if k is not None:
+            col.meta["expr_id"] = real[k]
+    return dataclasses.replace(p, text=text, _expr=tree)
+
+
+def _parse_guarded(text: str, key: SchemaKey) -> ParsedPredicate:
     try:
         return _parse(text, key)
     except lexer.TooDeep as e:

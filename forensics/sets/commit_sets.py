@@ -9,13 +9,15 @@ Bound label and the reason in words. The write set is exact: it is the commit's 
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
 
 from forensics.sets.lifetimes import FileLifetimes
-from forensics.log.file_actions import file_actions
+from forensics.log.file_actions import file_actions, partition_values_of
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
 from forensics.model import COMMIT_LARGE_OPS, ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
@@ -31,6 +33,7 @@ from forensics.predicates import (
     split_partition_and_data,
     to_sql,
 )
+from forensics.predicates.evaluate import full_schema_key
 from forensics.log.schema import TableSchema
 
 
@@ -280,6 +283,24 @@ def _parse_all(texts: list[str], schema: TableSchema) -> list[ParsedPredicate]:
     return out
 
 
+_SPLITS: dict[tuple, tuple[tuple[ParsedPredicate, ...], ParsedPredicate, tuple[ParsedPredicate, ...]]] = {}
+
+
+def _split_condition(texts: tuple[str, ...], schema: TableSchema) -> tuple[tuple[ParsedPredicate, ...], ParsedPredicate, tuple[ParsedPredicate, ...]]:
+    """A recorded DELETE/UPDATE condition's conjuncts, partition part and data filters
+    (delta-spark's splitMetadataAndDataPredicates): a function of the texts and the schema
+    alone, remembered, because a long log repeats its conditions window after window."""
+    key = (texts, full_schema_key(schema))
+    hit = _SPLITS.get(key)
+    if hit is None:
+        preds = _parse_all(list(texts), schema)
+        part, data = split_partition_and_data([p for p in preds if p.parsed], schema)
+        if len(_SPLITS) >= 4096:
+            _SPLITS.clear()
+        hit = _SPLITS[key] = (tuple(preds), part, tuple(data))
+    return hit
+
+
 def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Plan:
     """What delta-spark's OptimisticTransaction recorded, per operation (conflict-rules §8.2)."""
     op = _op(rec)
@@ -288,9 +309,8 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
     why: list[str] = []
 
     def split(texts: list[str], what: str) -> _Plan:
-        preds = _parse_all(texts, schema)
+        preds, part, data = _split_condition(tuple(texts), schema)
         bad = [p for p in preds if not p.parsed]
-        part, data = split_partition_and_data([p for p in preds if p.parsed], schema)
         bound = Bound.EXACT
         if bad:
             # An unparseable conjunct is a data filter for Spark's split unless it only names
@@ -494,18 +514,17 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
     if not lt.exact_at(rv):
         plan.why.append(f"files at readVersion {rv} are unknown: the log before version {lt.known_from} was cleaned up")
         return None, Bound.UNKNOWN
-    at = lt.files_at(rv)
     if plan.files_rule == "all":
-        return at, Bound.EXACT
+        return lt.files_at(rv), Bound.EXACT
     part = plan.partition[0] if plan.partition else TRUE_PREDICATE
     if plan.files_rule == "partition":
-        sel = _partition_matches(part, at, schema)
+        sel = lt.files_at_in_partitions(rv, _partition_keeper(part, schema))
         return _checked(sel, plan.predicate_bound, write, plan)
     if plan.files_rule == "delta-rs":
-        sel = [f for f in at if may_match_stats(part, f.stats, f.partition_values, schema)]
+        sel = [f for f in lt.files_at(rv) if may_match_stats(part, f.stats, f.partition_values, schema)]
         return sel, plan.predicate_bound
     # candidates: partition pruning, then data skipping on file statistics (conflict-rules §4.2).
-    sel = _partition_matches(part, at, schema)
+    sel = lt.files_at_in_partitions(rv, _partition_keeper(part, schema))
     data = [parse_predicate(d.sql or d.text, schema) for d in plan.data]
     if data:
         sel = [f for f in sel if all(may_match_stats(d, f.stats, f.partition_values, schema) for d in data)]
@@ -516,19 +535,25 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
     return _checked(sel, Bound.SUPERSET, write, plan)
 
 
-def _partition_matches(part: ParsedPredicate, files: list[FileAction], schema: TableSchema) -> list[FileAction]:
-    """Files whose partition values may match: evaluated once per distinct partition, not per file."""
-    seen: dict[tuple, bool] = {}
-    out = []
-    for f in files:
-        pv = f.partition_values or {}
-        key = tuple(pv.items())  # as ordered in the log: the same partition in another order is only evaluated twice
-        ok = seen.get(key)
-        if ok is None:
-            ok = seen[key] = matches_partition(part, pv, schema)
-        if ok:
-            out.append(f)
-    return out
+def _partition_keeper(part: ParsedPredicate, schema: TableSchema) -> Callable[[str | None], bool]:
+    """Whether a file of a partition (its partitionValues text) may match `part`: evaluated once
+    per distinct partition, and remembered for the next window with the same predicate."""
+    memo = _partition_memo((part.sql, None if part.sql is not None else part.text, part.truncated, part._schema_key,
+                            full_schema_key(schema)))
+
+    def keep(text: str | None) -> bool:
+        hit = memo.get(text)
+        if hit is None:
+            hit = memo[text] = matches_partition(part, partition_values_of(text), schema)
+        return hit
+
+    return keep
+
+
+@lru_cache(maxsize=256)
+def _partition_memo(key: tuple) -> dict[str | None, bool]:
+    """partitionValues text -> matches, per predicate and schema (the last 256 of them)."""
+    return {}
 
 
 def _checked(sel: list[FileAction], bound: Bound, write: WriteSet, plan: _Plan):

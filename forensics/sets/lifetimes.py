@@ -7,6 +7,7 @@ interval; "files active at R" is then an interval query (conflict-rules §12: sn
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +34,10 @@ class FileLifetimes:
     _blocks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
     _rows: FileActionRows | None = field(default=None, repr=False)
     _recent: dict[int, list[FileAction]] = field(default_factory=dict, repr=False)
+    # Each row's partitionValues text as a number, and the texts: a read that prunes by partition
+    # asks about each distinct partition once and builds FileActions only for the files it keeps.
+    _partition_codes: np.ndarray | None = field(default=None, repr=False)
+    _partition_texts: list[str | None] = field(default_factory=list, repr=False)
 
     @classmethod
     def build(cls, log: DeltaLog, upto: int | None = None) -> "FileLifetimes":
@@ -72,32 +77,59 @@ class FileLifetimes:
         return self.frame.filter((pl.col("added") <= version) & (pl.col("removed") > version))
 
     def files_at(self, version: int) -> list[FileAction]:
-        """Active files at `version`, in frame order. Rows are bucketed by blocks of versions
-        they overlap, so a query scans one bucket (active files + one block's churn)."""
+        """Active files at `version`, in frame order."""
         if self.frame.height == 0:
             return []
         hit = self._recent.get(version)
         if hit is not None:
             return list(hit)
-        if self._blocks is None:
-            self._blocks = _block_index(self.frame["added"].to_numpy(), self.frame["removed"].to_numpy())
-            self._rows = FileActionRows(self.frame)
-        block = self._blocks.get(version // BLOCK)
-        out: list[FileAction] = []
-        if block is not None:
-            rows, added, removed = block
-            assert self._rows is not None
-            out = self._rows.take(rows[(added <= version) & (removed > version)])
+        out = self._file_rows().take(self._active_rows(version))
         if len(self._recent) >= 8:  # a window asks twice (read set, then the checker)
             self._recent.pop(next(iter(self._recent)))
         self._recent[version] = out
         return list(out)
+
+    def files_at_in_partitions(self, version: int, keep: Callable[[str | None], bool]) -> list[FileAction]:
+        """Active files at `version` whose partitionValues text `keep` accepts, in frame order.
+        `keep` is asked once per distinct text among them; the rest never become FileActions."""
+        if self.frame.height == 0:
+            return []
+        rows = self._active_rows(version)
+        if self._partition_codes is None:
+            self._partition_texts, self._partition_codes = _codes(self.frame["partition_values"])
+        codes = self._partition_codes[rows]
+        distinct = np.unique(codes)
+        kept = distinct[np.fromiter((keep(self._partition_texts[c]) for c in distinct.tolist()), dtype=bool, count=distinct.size)]
+        return self._file_rows().take(rows if kept.size == distinct.size else rows[np.isin(codes, kept)])
+
+    def _active_rows(self, version: int) -> np.ndarray:
+        """Rows active at `version`, ascending. Rows are bucketed by blocks of versions they
+        overlap, so a query scans one bucket (active files + one block's churn)."""
+        if self._blocks is None:
+            self._blocks = _block_index(self.frame["added"].to_numpy(), self.frame["removed"].to_numpy())
+        block = self._blocks.get(version // BLOCK)
+        if block is None:
+            return np.empty(0, dtype=np.int64)
+        rows, added, removed = block
+        return rows[(added <= version) & (removed > version)]
+
+    def _file_rows(self) -> FileActionRows:
+        if self._rows is None:
+            self._rows = FileActionRows(self.frame)
+        return self._rows
 
     def exact_at(self, version: int) -> bool:
         return version >= self.known_from
 
 
 BLOCK = 256
+
+
+def _codes(texts: pl.Series) -> tuple[list[str | None], np.ndarray]:
+    """The distinct values of a string column and each row's index among them."""
+    distinct = texts.unique(maintain_order=True)
+    codes = texts.replace_strict(distinct, pl.int_range(distinct.len(), eager=True), return_dtype=pl.Int64)
+    return distinct.to_list(), codes.to_numpy()
 
 
 def _block_index(added: np.ndarray, removed: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:

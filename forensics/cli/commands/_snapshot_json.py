@@ -17,6 +17,7 @@ import polars as pl
 
 from forensics import SCHEMA_VERSION, SnapshotFrame
 from forensics.safe import ascii_json
+from forensics.log.file_actions import partition_values_of
 
 # Printable ASCII except `"` and `\`: the strings json.dumps(ensure_ascii=True) leaves as they are.
 _PLAIN = r"^[ !#-\[\]-~]*$"
@@ -44,20 +45,10 @@ def _json_column(s: pl.Series) -> pl.Series:
     return pl.Series(s.name, [_dumps(v) for v in s.to_list()], dtype=pl.Utf8)
 
 
-def _partition_values(text: str | None) -> Any:
-    """partitionValues as `forensics.log.file_actions` decodes them (bad JSON counts as none)."""
-    if not text:
-        return {}
-    try:
-        return json.loads(text) or {}
-    except ValueError:
-        return {}
-
-
 def _partition_values_json(s: pl.Series) -> pl.Series:
     """Decoded and re-encoded once per distinct text: a table has few partitions."""
     uniq = [u for u in s.unique().to_list() if u is not None]
-    new = [_dumps(_partition_values(u)) for u in uniq]
+    new = [_dumps(partition_values_of(u)) for u in uniq]
     out = s.replace_strict(uniq, new, default=None, return_dtype=pl.Utf8) if uniq else s.cast(pl.Utf8)
     return out.fill_null(_dumps({}))
 
