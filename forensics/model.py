@@ -118,7 +118,7 @@ class FileAction:
         return (self.path, self.deletion_vector.unique_id if self.deletion_vector else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CommitRecord:
     """One retained version of the table, from its commitInfo and action counts.
 
@@ -223,7 +223,7 @@ class Snapshot:
 # --------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class ReadSet:
     """What a transaction read, as delta-spark's OptimisticTransaction records it (conflict-rules §4)."""
 
@@ -241,7 +241,7 @@ class ReadSet:
     assumed: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class WriteSet:
     """What a transaction committed."""
 
@@ -288,7 +288,7 @@ Verdict = Literal["clean", "reordered", "anomaly", "skipped"]
 # --------------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class Transaction:
     """The current transaction, as the conflict checker sees it at commit time.
 
@@ -313,7 +313,7 @@ class Transaction:
     isolation_level_bound: Bound = Bound.EXACT  # inferred when the commit did not record it
 
 
-@dataclass
+@dataclass(slots=True)
 class WinningCommit:
     """A commit that landed between the transaction's readVersion and its own commit (conflict-rules §3)."""
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from forensics.model import FileAction, WinningCommit
 from forensics.rules.isolation import SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, delta_rs_isolation_level, delta_rs_table_level
-from forensics.rules.matching import partition_match, stats_match
+from forensics.rules.matching import Match, partition_match, stats_match
 from forensics.rules.meta_checks import BACKFILL, UNBACKFILL
 from forensics.rules.results import CheckOutcome
 import forensics.rules.row_level as row_level
@@ -34,8 +34,15 @@ def _spark_first_match(st: CheckState, files: list[FileAction]) -> tuple[FileAct
         preds.append("TRUE")
     undecided: tuple[str, FileAction] | None = None
     for pred in preds:
+        seen: dict[tuple, Match] = {}  # a winner's adds share few partitions: one evaluation each
         for f in files:
-            m = partition_match(pred, f.partition_values, st.schema, widen=prof.widens_nondeterministic)
+            pv = f.partition_values
+            key = tuple(pv.items()) if isinstance(pv, dict) else None
+            m = seen.get(key) if key is not None else None
+            if m is None:
+                m = partition_match(pred, pv, st.schema, widen=prof.widens_nondeterministic)
+                if key is not None:
+                    seen[key] = m
             if not m.exact:
                 st.inferred.append(m.note)
             if m.undecided:

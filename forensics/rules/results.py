@@ -16,7 +16,7 @@ from forensics.schemas import camel
 CheckStatus = Literal["passed", "failed", "skipped"]
 
 
-@dataclass
+@dataclass(slots=True)
 class CheckOutcome:
     """One check of one profile against one winning commit (conflict-rules §5 / §9 / §10)."""
 
@@ -61,7 +61,7 @@ def outcome_fields(o: Any) -> dict[str, Any]:
     return {camel(k): getattr(o, k) for k in OUTCOME_FIELDS}
 
 
-@dataclass
+@dataclass(slots=True)
 class WindowResult:
     """Outcome of checking a transaction against its winning commits R+1..V-1 in order."""
 
