@@ -87,11 +87,12 @@ def parse_predicate(text: str, schema: TableSchema | None = None) -> ParsedPredi
 def _parse_cached(text: str, key: SchemaKey) -> ParsedPredicate:
     canonical = _canonical_ids(text)
     if canonical is not None:
-        p = _parse_canonical(canonical[0], key)
+        renumbered, ids, attributes = canonical
+        p = _parse_canonical(renumbered, key)
         # Shared only when every attribute became a column of the tree (its id in the column's
         # meta, nowhere else): an attribute parsed as a function name keeps its id in the SQL.
-        if p._expr is not None and _columns_with_ids(p._expr) == len(canonical[1]):
-            return _with_ids(p, text, canonical[1])
+        if p._expr is not None and _columns_with_ids(p._expr) == attributes:
+            return _with_ids(p, text, ids)
     return _parse_guarded(text, key)
 
 
@@ -108,43 +109,41 @@ def _columns_with_ids(tree: exp.Expression) -> int:
     return sum(1 for c in tree.find_all(exp.Column) if c.meta.get("expr_id") is not None)
 
 
-def _canonical_ids(text: str) -> tuple[str, tuple[int, ...]] | None:
-    """`text` with its attribute ids renumbered 0, 1, ... by first appearance, and the real id of
-    each attribute in order; None when there is nothing to renumber or the text is not plain enough to be
-    sure every `#` is an attribute's (a string, a UDF's result id, a cut)."""
+def _canonical_ids(text: str) -> tuple[str, tuple[int, ...], int] | None:
+    """`text` with its attribute ids renumbered 0, 1, ... by first appearance, the real id of
+    each number, and how many attributes it names; None when there is nothing to renumber or
+    the text is not plain enough to be sure every `#` is an attribute's (a string, a UDF's
+    result id, a cut)."""
     if "#" not in text or len(text) > MAX_PREDICATE_CHARS:
         return None
     toks = lexer.tokenize(text)
-    attrs = [t for t in toks if t.kind == "attr"]
-    if not attrs or text.count("#") != len(attrs) or any(t.unterminated for t in toks):
+    attributes = sum(1 for t in toks if t.kind == "attr")
+    if not attributes or text.count("#") != attributes or any(t.unterminated for t in toks):
         return None
-    order: dict[int, int] = {}
-    parts, real = [], []
+    number: dict[int, int] = {}  # real id -> its number
+    parts = []
     for t in toks:
         if t.kind == "attr":
             base, _, suffix = t.text.rpartition("#")
             long = suffix.endswith("L")
-            real.append(int(suffix[:-1] if long else suffix))
-            parts.append(f"{base}#{order.setdefault(real[-1], len(order))}{'L' if long else ''}")
+            k = number.setdefault(int(suffix[:-1] if long else suffix), len(number))
+            parts.append(f"{base}#{k}{'L' if long else ''}")
         else:
             parts.append(t.text)
-    canonical = "".join(parts)
-    if canonical == text or "".join(t.text for t in toks) != text:
+    renumbered = "".join(parts)
+    if renumbered == text or "".join(t.text for t in toks) != text:
         return None
-    return canonical, tuple(real)
+    return renumbered, tuple(number), attributes
 
 
 def _with_ids(p: ParsedPredicate, text: str, ids: tuple[int, ...]) -> ParsedPredicate:
-    """The parse of the renumbered text as the parse of `text`: its own ids and text."""
+    """The parse of the renumbered text as the parse of `text`: its own ids (`ids[k]` for
+    number k) and its own text."""
     tree = p._expr.copy()
-    by_number = {}
-    for i in ids:
-        by_number.setdefault(i, len(by_number))
-    real = {k: i for i, k in by_number.items()}
     for col in tree.find_all(exp.Column):
         k = col.meta.get("expr_id")
         if k is not None:
-            col.meta["expr_id"] = real[k]
+            col.meta["expr_id"] = ids[k]
     return dataclasses.replace(p, text=text, _expr=tree)
 
 
