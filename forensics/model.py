@@ -7,6 +7,7 @@ Everything here is plain data: no Spark, no I/O.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from enum import Enum
@@ -116,6 +117,17 @@ class FileAction:
     def key(self) -> tuple[str, str | None]:
         """Files are identified by (path, deletion-vector id), as in Delta's log replay."""
         return (self.path, self.deletion_vector.unique_id if self.deletion_vector else None)
+
+
+def partition_values_of(text: str | None) -> Any:
+    """A file action's partitionValues from the log's JSON text, as its FileAction carries them
+    (absent, empty or unreadable: none)."""
+    if not text:
+        return {}
+    try:
+        return json.loads(text) or {}
+    except ValueError:
+        return {}
 
 
 @dataclass(frozen=True, slots=True)

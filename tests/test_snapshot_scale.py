@@ -23,7 +23,7 @@ import forensics.cli.commands._snapshot_json as sj
 from forensics.cli.commands.snapshot import snapshot_json
 from forensics.errors import ForensicsError
 from forensics.log.snapshot import active_files, snapshot, snapshot_frame, state_actions, with_keys
-from forensics.log.file_actions import partition_values_of
+from forensics.model import partition_values_of
 from forensics.log.delta_log import DeltaLog
 from helpers import run_cli
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forensics.model import DeletionVectorRef, FileAction
+from forensics.model import DeletionVectorRef, FileAction, partition_values_of
 
 _COLUMNS = (
     "version", "kind", "path", "partition_values", "size", "data_change", "stats", "tags",
@@ -92,16 +92,6 @@ class FileActionRows:
             hit = self._pv[text] = partition_values_of(text)
         # A copy per action: callers may treat partitionValues as their own.
         return dict(hit) if isinstance(hit, dict) else hit
-
-
-def partition_values_of(text: str | None) -> Any:
-    """A file action's partitionValues from the frame's text: what its FileAction carries."""
-    if not text:
-        return {}
-    try:
-        return json.loads(text) or {}
-    except ValueError:
-        return {}
 
 
 def _tags(text: str | None) -> Any:

@@ -17,10 +17,10 @@ from typing import Any
 import polars as pl
 
 from forensics.sets.lifetimes import FileLifetimes
-from forensics.log.file_actions import file_actions, partition_values_of
+from forensics.log.file_actions import file_actions
 from forensics.log.snapshot import metadata_from_json, protocol_from_json
 from forensics.log.delta_log import DeltaLog
-from forensics.model import COMMIT_LARGE_OPS, ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet
+from forensics.model import COMMIT_LARGE_OPS, ROW_TRACKING_BACKFILL, ROW_TRACKING_UNBACKFILL, delta_release, METADATA_ONLY_OPS, REPLACE_OPS, Bound, CommitRecord, FileAction, Metadata, Protocol, ReadSet, WriteSet, partition_values_of
 from forensics.predicates import (
     TRUE_PREDICATE,
     ParsedPredicate,

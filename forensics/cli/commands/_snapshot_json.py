@@ -17,7 +17,7 @@ import polars as pl
 
 from forensics import SCHEMA_VERSION, SnapshotFrame
 from forensics.safe import ascii_json
-from forensics.log.file_actions import partition_values_of
+from forensics.model import partition_values_of
 
 # Printable ASCII except `"` and `\`: the strings json.dumps(ensure_ascii=True) leaves as they are.
 _PLAIN = r"^[ !#-\[\]-~]*$"
