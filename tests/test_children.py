@@ -1,5 +1,5 @@
 """The environment of the tool's own Python children (forensics/runtime/children.py): the halves
-of the commitInfo decode, the bundle's copiers and the warm engine. Each finds this package
+of the commitInfo decode, the bundle's copiers, the replay's second process and the warm engine. Each finds this package
 without an install, and none holds a storage credential of the caller's (the engine's own test
 is `test_engine.py::test_the_engine_never_receives_credentials`)."""
 
@@ -58,7 +58,7 @@ def secrets_set(monkeypatch):
         monkeypatch.setenv(k, v)
 
 
-@pytest.mark.skipif(halves._cores() < 2, reason="the second process runs with two cores or more")
+@pytest.mark.skipif(halves.cores() < 2, reason="the second process runs with two cores or more")
 def test_the_halves_child_holds_no_credential(tmp_path, monkeypatch, secrets_set):
     python, dumps = _recording_python(tmp_path)
     monkeypatch.setattr(halves, "PYTHON", str(python))
@@ -102,3 +102,19 @@ def test_a_child_of_the_tool_finds_this_package_without_an_install(tmp_path):
     ok = subprocess.run([str(base), "-c", code], env=child_environment(bare_env), capture_output=True, cwd=tmp_path, timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.decode().strip() == PACKAGE_PARENT == str(REPO)
+
+
+@pytest.mark.skipif(halves.cores() < 2, reason="the second process runs with two cores or more")
+def test_the_replays_second_process_holds_no_credential(tmp_path, monkeypatch, secrets_set, spark):
+    from forensics.log.delta_log import DeltaLog
+    from forensics.replay import second
+    from forensics.replay.windows import replay_table
+
+    python, dumps = _recording_python(tmp_path)
+    monkeypatch.setattr(second, "PYTHON", str(python))
+    monkeypatch.setattr(second, "MIN_WINDOWS", 1)
+    report = replay_table(DeltaLog.open(str(REPO / "sample_logs" / "busy" / "table")))
+    assert report.verdicts
+    [env] = _environments(dumps)
+    assert not set(SECRETS) & set(env) and CANARY not in json.dumps(env)
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == PACKAGE_PARENT

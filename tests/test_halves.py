@@ -19,7 +19,7 @@ from forensics.runtime import halves
 
 REPO = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(halves._cores() < 2, reason="the second process runs with two cores or more")
+pytestmark = pytest.mark.skipif(halves.cores() < 2, reason="the second process runs with two cores or more")
 
 
 def _commit_infos() -> list[str | None]:

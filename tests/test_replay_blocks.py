@@ -1,4 +1,4 @@
-"""Replay in blocks (forensics/replay/windows.py REPLAY_BLOCK): the same verdicts as one pass, and
+"""Replay in blocks (forensics/replay/verdict.py REPLAY_BLOCK): the same verdicts as one pass, and
 what no later window needs is let go (a 1,000,000-commit log must not hold every write set)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from forensics.log.delta_log import DeltaLog
-from forensics.replay import windows
+from forensics.replay import verdict
 from forensics.replay.windows import replay_table
 
 
@@ -24,7 +24,7 @@ def test_blocks_give_the_one_pass_verdicts_and_let_go_of_what_is_behind(busy_log
     assert len(whole.verdicts) > 12
     held_whole = len(whole_log.derived["write_set"])
 
-    monkeypatch.setattr(windows, "REPLAY_BLOCK", 4)
+    monkeypatch.setattr(verdict, "REPLAY_BLOCK", 4)
     blocked_log = DeltaLog.open(busy_log)
     blocked = replay_table(blocked_log)
     assert blocked.to_dict() == whole.to_dict()
@@ -41,6 +41,6 @@ def test_what_the_caller_built_before_is_kept(busy_log, monkeypatch):
     from forensics.sets.commit_sets import write_set
 
     write_set(log, log.record(first))  # the caller's own question, asked before the replay
-    monkeypatch.setattr(windows, "REPLAY_BLOCK", 4)
+    monkeypatch.setattr(verdict, "REPLAY_BLOCK", 4)
     replay_table(log)
     assert first in log.derived["write_set"]

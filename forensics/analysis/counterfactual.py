@@ -33,7 +33,8 @@ import polars as pl
 from forensics.errors import ExitCode, ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.model import ISOLATION_LEVELS
-from forensics.replay.windows import CommitVerdict, ReplayReport, replay_table
+from forensics.replay.verdict import CommitVerdict
+from forensics.replay.windows import ReplayReport, replay_table
 from forensics.schemas import camel_keys
 from forensics.sets.commit_sets import StateIndex
 

@@ -20,7 +20,7 @@ from forensics.evidence.defeated import DefeatedAttempt
 from forensics.replay.advice import Advice, advise, fixes_for_loser, logged_condition
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound, CommitRecord
-from forensics.replay.windows import CommitVerdict, replay_commit, winning_commit
+from forensics.replay.verdict import CommitVerdict, replay_commit, winning_commit
 from forensics.rules import CheckOutcome
 from forensics.sets.commit_sets import CommitSets, StateIndex, commit_sets
 from forensics.times import as_datetime, with_iso

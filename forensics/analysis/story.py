@@ -465,7 +465,7 @@ def _rule_line(e: Any, d: Any) -> StoryLine:
 
 
 def _abort_only_under_a_bound(v: Any) -> bool:
-    """A commit the rules abort only under an upper bound of its reads (replay/windows.py: clean,
+    """A commit the rules abort only under an upper bound of its reads (replay/verdict.py: clean,
     certainty unknown): the story says which commit the bound catches, and that it proves nothing."""
     return v.verdict == "clean" and v.result is not None and v.result.verdict == "abort"
 

@@ -184,6 +184,16 @@ class DeltaLog:
         log.findings = _all_findings(log, plan)
         return log
 
+    @classmethod
+    def part(cls, location: str, commits: pl.DataFrame, actions: pl.DataFrame, others: pl.DataFrame,
+             copies: dict[int, int]) -> "DeltaLog":
+        """Some versions of a parsed log, for a process that replays them (forensics.replay.second).
+        `copies` is the whole log's: a copy of an earlier version is not among these commits."""
+        log = cls(location=location, listing=L.LogListing(location, location.rstrip("/") + "/_delta_log"),
+                  commits=commits, actions=actions, others=others, from_cache=True)
+        log._by_version["copies"] = (commits, dict(copies))
+        return log
+
     # ---- lookups ----------------------------------------------------------------------
 
     @property

@@ -23,12 +23,16 @@ _COLUMNS = (
 )
 
 
+CHUNK = 4096
+KEEP_CHUNKS = 32
+
+
 class FileActionRows:
     """FileActions of a frame's rows, each built at most once and only when asked for."""
 
     def __init__(self, frame: pl.DataFrame):
         self._frame = frame
-        self._cols: dict[str, list[Any]] | None = None
+        self._chunks: dict[int, dict[str, list[Any]]] = {}
         self._memo: dict[int, FileAction] = {}
         self._pv: dict[str, dict] = {}
         self._objs: np.ndarray | None = None
@@ -37,11 +41,19 @@ class FileActionRows:
     def __len__(self) -> int:
         return self._frame.height
 
-    def _columns(self) -> dict[str, list[Any]]:
-        if self._cols is None:
-            n = self._frame.height
-            self._cols = {c: (self._frame[c].to_list() if c in self._frame.columns else [None] * n) for c in _COLUMNS}
-        return self._cols
+    def _columns(self, i: int) -> tuple[dict[str, list[Any]], int]:
+        """The columns of row i's chunk as Python lists, and i's place in them. Only the last
+        `KEEP_CHUNKS` chunks used are kept: a replay reaches each row once, moving forward, and a
+        1,000,000-commit log's file lifetimes as lists were a gigabyte and more."""
+        k = i // CHUNK
+        cols = self._chunks.pop(k, None)
+        if cols is None:
+            part = self._frame.slice(k * CHUNK, CHUNK)
+            cols = {c: (part[c].to_list() if c in part.columns else [None] * part.height) for c in _COLUMNS}
+            if len(self._chunks) >= KEEP_CHUNKS:
+                del self._chunks[next(iter(self._chunks))]
+        self._chunks[k] = cols  # last used last
+        return cols, i - k * CHUNK
 
     def __getitem__(self, i: int) -> FileAction:
         fa = self._memo.get(i)
@@ -65,8 +77,8 @@ class FileActionRows:
         built[rows] = True
         return self._objs[rows].tolist()
 
-    def _build(self, i: int) -> FileAction:
-        c = self._columns()
+    def _build(self, row: int) -> FileAction:
+        c, i = self._columns(row)
         dv = None
         if c["dv_storage_type"][i] is not None:
             dv = DeletionVectorRef(c["dv_storage_type"][i], c["dv_path"][i] or "", c["dv_offset"][i], c["dv_size"][i], c["dv_cardinality"][i])

@@ -17,7 +17,8 @@ from forensics.errors import ExitCode, ForensicsError
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound, CommitRecord, FileAction, Metadata, WriteSet
 from forensics.predicates import matches_partition, may_match_stats, parse_predicate
-from forensics.replay.windows import ISOLATION_LEVELS, transaction_from_sets, winning_commit
+from forensics.model import ISOLATION_LEVELS
+from forensics.replay.verdict import transaction_from_sets, winning_commit
 from forensics.rules import check_window, get_profile, profile_for_engine_info
 from forensics.rules.results import WindowResult, outcome_fields
 from forensics.log.schema import TableSchema

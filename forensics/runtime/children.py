@@ -2,8 +2,9 @@
 this package importable even when the caller put it on `sys.path` by hand (a notebook's
 checkout, not installed), where a bare child would fail to import it; and no storage
 credentials, because no child needs them (the halves decode text they are fed, the bundle's
-copiers read the local mirror, the warm engine reads that mirror too) and a secret a child
-never holds is one it cannot leak into a log, a core dump or `/proc/PID/environ`."""
+copiers read the local mirror, the replay's second process reads files this process wrote, the
+warm engine reads the mirror too) and a secret a child never holds is one it cannot leak into a
+log, a core dump or `/proc/PID/environ`."""
 
 from __future__ import annotations
 

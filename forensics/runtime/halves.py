@@ -37,7 +37,8 @@ LOOPS = frozenset({"forensics.log.params:commit_info_columns"})
 PYTHON = sys.executable
 
 
-def _cores() -> int:
+def cores() -> int:
+    """The cores this process may run on."""
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -52,7 +53,7 @@ def in_two(fn: Callable[..., R], combine: Callable[[R, R], R], *lists: list, min
     """`combine(fn(*first halves), fn(*second halves))`, the second half computed by a child
     process when the lists are long enough and `fn` is one of `LOOPS`; else `fn(*lists)`."""
     n = len(lists[0]) if lists else 0
-    if n < max(2, MIN_ITEMS if min_items is None else min_items) or _cores() < 2 or _name(fn) not in LOOPS:
+    if n < max(2, MIN_ITEMS if min_items is None else min_items) or cores() < 2 or _name(fn) not in LOOPS:
         return fn(*lists)
     h = n // 2
     try:

@@ -144,10 +144,7 @@ def shares_this_disk(spark: Any) -> bool:
 def _through_parquet(df: Any, columns: list[str]) -> pa.Table:
     import pyarrow.parquet as pq
 
-    root = scratch_root()
-    root.mkdir(parents=True, exist_ok=True)
-    sweep(root)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+    tmp = new_scratch_dir()
     out = tmp / "rows"
     try:
         df.write.mode("errorifexists").parquet(out.as_uri())
@@ -159,6 +156,15 @@ def _through_parquet(df: Any, columns: list[str]) -> pa.Table:
         return pa.concat_tables([pq.read_table(f, columns=columns) for f in parts])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def new_scratch_dir() -> Path:
+    """A new private directory (0700) of this process's under the scratch root, for files too large
+    for memory that no table may hold (a spilled read, the replay's second process's inputs)."""
+    root = scratch_root()
+    root.mkdir(parents=True, exist_ok=True)
+    sweep(root)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
 
 
 def sweep(root: Path) -> None:

@@ -127,6 +127,20 @@ class StateIndex:
                     self._pr.append((row["version"], p))
         self._base_loaded = False
 
+    @classmethod
+    def given(cls, log: DeltaLog, metadata: list[list], protocols: list[list], lifetimes: FileLifetimes) -> "StateIndex":
+        """The state of a part of a log (forensics.replay.second), from the whole log's `in_force()`."""
+        self = cls.__new__(cls)
+        self.log, self._lifetimes, self._base_loaded = log, lifetimes, True
+        self._md = [(v, m) for v, text in metadata if (m := metadata_from_json(text)) is not None]
+        self._pr = [(v, p) for v, text in protocols if (p := protocol_from_json(text)) is not None]
+        return self
+
+    def in_force(self) -> dict[str, list[tuple[int, Metadata | Protocol]]]:
+        """Every metaData and protocol with the version it took effect at (-1: the base checkpoint's)."""
+        self._load_base()
+        return {"metaData": list(self._md), "protocol": list(self._pr)}
+
     def _load_base(self) -> None:
         """When the early commits are gone, metadata comes from the oldest usable checkpoint."""
         if self._base_loaded:
