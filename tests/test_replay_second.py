@@ -162,3 +162,18 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_child_that_answers_for_fewer_windows_is_made_up_for(tmp_path, monkeypatch, caplog, spark):
+    """An answer cut short (the real child's last line dropped on its way out, exit status 0) is not
+    taken: this process replays that half."""
+    one, _ = _one_and_two("busy", monkeypatch)
+    short = tmp_path / "python"
+    short.write_text(f'#!/bin/sh\n"{sys.executable}" "$@" | head -n -1\n')
+    short.chmod(0o755)
+    monkeypatch.setattr(second, "PYTHON", str(short))
+    monkeypatch.setattr(second, "MIN_WINDOWS", 1)
+    with caplog.at_level(logging.INFO, logger="forensics"):
+        got = replay_table(DeltaLog.open(str(REPO / "sample_logs" / "busy" / "table")))
+    assert "verdict(s) for" in caplog.text and "replayed in this one" in caplog.text
+    assert list(got.verdicts.values()) == list(one.verdicts.values())

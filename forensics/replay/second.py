@@ -106,6 +106,7 @@ class _Child:
         self.proc: subprocess.Popen | None = None
         self.failed: str | None = None
         self._args = (log, state, windows, rules, isolation_level)
+        self._versions = [v for v, _ in windows]
         self._rebuild = (log, state, rules, isolation_level)
         self._thread = threading.Thread(target=self._run, name="replay-second", daemon=True)
         self._lock = threading.Lock()
@@ -120,10 +121,10 @@ class _Child:
             with self._lock:
                 if self._closed:
                     return
-                self.proc = subprocess.Popen(
-                    [PYTHON, "-m", "forensics.replay.second", str(self.dir), str(os.getpid())], stdin=subprocess.DEVNULL,
-                    stdout=open(self.dir / "verdicts.jsonl", "wb"), stderr=open(self.dir / "stderr.txt", "wb"),
-                    env=child_environment())
+                with open(self.dir / "verdicts.jsonl", "wb") as out, open(self.dir / "stderr.txt", "wb") as err:
+                    self.proc = subprocess.Popen(
+                        [PYTHON, "-m", "forensics.replay.second", str(self.dir), str(os.getpid())],
+                        stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=child_environment())
         except Exception as e:  # noqa: BLE001 - any failure: this process replays the half itself
             self.failed = f"{type(e).__name__}: {e}"
         finally:
@@ -153,7 +154,9 @@ class _Child:
                     for line in f:
                         d = json.loads(line)
                         out[d["version"]] = verdict_from_wire(d, partial(_rebuilt_result, d["version"], *self._rebuild))
-                return out
+                if list(out) == self._versions:
+                    return out
+                why = f"{len(out)} verdict(s) for {len(self._versions)} window(s)"
             except (OSError, ValueError, TypeError, KeyError) as e:
                 why = f"unreadable answer ({type(e).__name__}: {e})"
         logger.info("the second process's half of the replay failed (%s); replayed in this one", why)
