@@ -258,3 +258,18 @@ def test_two_small_reads_at_once_leave_the_sessions_settings_as_they_were(spark)
     assert {k: spark.conf.get(k, None) for k in _INTERPRETED} == before
     with _interpreted_if_small(spark, 10**9, 10**12):  # a big read changes nothing
         assert {k: spark.conf.get(k, None) for k in _INTERPRETED} == before
+
+
+def test_the_fingerprint_digest_is_the_hash_of_each_files_fingerprint_entry(tmp_path):
+    """meta.json's digest stays the hash of the tab-joined `_fingerprint_entry` rows (the
+    digest spells them out for speed): a cache written by an earlier release stays valid."""
+    import hashlib
+
+    from forensics.log.delta_log import _fingerprint_digest, _fingerprint_entry, _plan_files
+
+    for t in sorted(Path(__file__).resolve().parents[1].glob("sample_logs/*/table")):
+        plan = _plan_files(list_log(str(t)))
+        for upto in (None, max(plan) // 2):
+            rows = "\n".join("\t".join(map(str, (v, *_fingerprint_entry(f, s)))) for v, (f, s) in sorted(plan.items())
+                             if upto is None or v <= upto)
+            assert _fingerprint_digest(plan, upto) == hashlib.blake2b(rows.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()

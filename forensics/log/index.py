@@ -6,6 +6,7 @@ once per new commit and kept in the cache, so this code runs on small, already-p
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -217,44 +218,60 @@ def duplicate_findings(commits: pl.DataFrame) -> list[Finding]:
     return out
 
 
+def records_of(frame: pl.DataFrame) -> list[CommitRecord]:
+    """The CommitRecords of many commit-index rows, as `record_from_row` gives each: the columns
+    taken whole rather than a dict per row, and each JSON text decoded once however often it
+    repeats (a long log's appends share their operationParameters: 150,000 distinct texts in a
+    million commits). Built by replay for a block's commits and winners at a time."""
+    cols = {name: frame[name].to_list() for name in _RECORD_FIELDS}
+    for name, default in _JSON_FIELDS.items():
+        cols[name] = _decoded_column(cols[name], default)
+    return [CommitRecord(*values) for values in zip(*(cols[name] for name in _RECORD_FIELDS))]
+
+
+def _decoded_column(texts: list[str | None], default: Any) -> list[Any]:
+    """`_loads` of each text; a text seen before gets a copy of its first decoding when that is a
+    flat object or list (strings, numbers, booleans), so no two records share a value."""
+    first: dict[str, Any] = {}
+    out = []
+    for t in texts:
+        hit = first.get(t) if t is not None else None
+        if hit is None:
+            v = _decoded(t, default)
+            if t is not None and _flat(v):
+                first[t] = v.copy()
+            out.append(v)
+        else:
+            out.append(hit.copy())
+    return out
+
+
+def _flat(v: Any) -> bool:
+    items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+    return items is not None and all(x is None or isinstance(x, (str, int, float, bool)) for x in items)
+
+
 def record_from_row(row: dict[str, Any]) -> CommitRecord:
     """A typed CommitRecord from one row of the commit index."""
-    return CommitRecord(
-        version=row["version"],
-        timestamp=row["timestamp"],
-        in_commit_timestamp=row["in_commit_timestamp"],
-        file_modification_time=row["file_modification_time"],
-        operation=row["operation"],
-        operation_parameters=_loads(row["operation_parameters"], {}),
-        read_version=row["read_version"],
-        isolation_level=row["isolation_level"],
-        is_blind_append=row["is_blind_append"],
-        txn_id=row["txn_id"],
-        engine_info=row["engine_info"],
-        user_id=row["user_id"],
-        user_name=row["user_name"],
-        job=_loads(row["job"], None),
-        notebook=_loads(row["notebook"], None),
-        cluster_id=row["cluster_id"],
-        operation_metrics=_loads(row["operation_metrics"], None),
-        user_metadata=row["user_metadata"],
-        tags=_loads(row["tags"], None),
-        client_version=row["client_version"],
-        other_commit_info=_loads(row["other_commit_info"], None),
-        num_add=row["num_add"],
-        num_remove=row["num_remove"],
-        num_cdc=row["num_cdc"],
-        partitions_touched=_loads(row["partitions_touched"], []),
-        has_metadata=row["has_metadata"],
-        has_protocol=row["has_protocol"],
-        has_txn=row["has_txn"],
-        has_domain_metadata=row["has_domain_metadata"],
-        has_commit_info=row["has_commit_info"],
-        txn_app_ids=_loads(row["txn_app_ids"], {}),
-        domains=_loads(row["domains"], []),
-        source=row["source"],
-        commit_info_raw=row["commit_info_raw"],
-    )
+    return CommitRecord(*(_decoded(row[name], _JSON_FIELDS[name]) if name in _JSON_FIELDS else row[name] for name in _RECORD_FIELDS))
+
+
+# CommitRecord's fields in order, each the commit-index column of its name; those the index
+# keeps as JSON text, with the value a record gets when the text is absent or unreadable.
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CommitRecord))
+_JSON_FIELDS = {"operation_parameters": {}, "job": None, "notebook": None, "operation_metrics": None, "tags": None,
+                "other_commit_info": None, "partitions_touched": [], "txn_app_ids": {}, "domains": []}
+
+
+def _decoded(s: str | None, default: Any) -> Any:
+    """`_loads`, the default a fresh copy for each record."""
+    v = _loads(s, _ABSENT)
+    if v is _ABSENT:
+        return default.copy() if isinstance(default, (dict, list)) else default
+    return v
+
+
+_ABSENT = object()
 
 
 def _loads(s: str | None, default: Any) -> Any:

@@ -34,6 +34,7 @@ from forensics.predicates import (
     to_sql,
 )
 from forensics.predicates.evaluate import full_schema_key
+from forensics.predicates.parse import schema_key
 from forensics.log.schema import TableSchema
 
 
@@ -335,10 +336,10 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         if any(p.truncated for p in preds):
             bound = Bound.SUPERSET
             why.append(f"{what}: the recorded predicate is truncated")
-        data_sql = [to_sql(d) for d in data] + [b.text for b in bad]
-        if part.is_true and data_sql:
+        filters = _data_filters(data) + [ParsedPredicate(text=b.text, sql=b.text) for b in bad]
+        if part.is_true and filters:
             why.append(f"{what}: only data filters (or ORs mixing data and partition columns) ⇒ partition predicate TRUE (conflict-rules §4.1)")
-        return _Plan([part], [ParsedPredicate(text=d, sql=d) for d in data_sql], False, True, bound, "candidates" if data_sql else "partition", why)
+        return _Plan([part], filters, False, True, bound, "candidates" if filters else "partition", why)
 
     if op in COMMIT_LARGE_OPS:
         why.append(f"{op} commits without conflict checks (commitLarge, conflict-rules §1.6): nothing recorded")
@@ -380,7 +381,7 @@ def _spark_plan(rec: CommitRecord, write: WriteSet, schema: TableSchema) -> _Pla
         if part.is_true:
             why.append("MERGE read no literal predicate on a partition column alone ⇒ it read every partition (conflict-rules §4.1)")
         bound = Bound.SUPERSET if ("assumed" in twhy or not p.parsed or p.truncated) else Bound.EXACT
-        return _Plan([part], [ParsedPredicate(text=to_sql(d), sql=to_sql(d)) for d in data], False, True, bound, "candidates", why)
+        return _Plan([part], _data_filters(data), False, True, bound, "candidates", why)
     if op in ("OPTIMIZE", "REORG", "REORG TABLE"):
         texts = [s.text for s in srcs]
         preds = _parse_all(texts, schema) if texts else []
@@ -539,7 +540,7 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
         return sel, plan.predicate_bound
     # candidates: partition pruning, then data skipping on file statistics (conflict-rules §4.2).
     sel = lt.files_at_in_partitions(rv, _partition_keeper(part, schema))
-    data = [parse_predicate(d.sql or d.text, schema) for d in plan.data]
+    data = [_for_skipping(d, schema) for d in plan.data]
     if data:
         sel = [f for f in sel if all(may_match_stats(d, f.stats, f.partition_values, schema) for d in data)]
     plan.why.append(
@@ -547,6 +548,21 @@ def _read_files(log: DeltaLog, state: StateIndex, plan: _Plan, write: WriteSet, 
         "Spark's own skipping may have kept fewer (superset)"
     )
     return _checked(sel, Bound.SUPERSET, write, plan)
+
+
+def _data_filters(data: list[ParsedPredicate]) -> list[ParsedPredicate]:
+    """A plan's data filters, each under its SQL as text (what ReadSet.data_predicates shows);
+    a parsed one keeps its tree, so data skipping need not parse its SQL again."""
+    return [replace(d, text=to_sql(d)) if d.parsed else ParsedPredicate(text=to_sql(d), sql=to_sql(d)) for d in data]
+
+
+def _for_skipping(d: ParsedPredicate, schema: TableSchema) -> ParsedPredicate:
+    """A data filter as data skipping takes it: parsed whole against this schema, as is (a
+    DELETE's condition names a new literal each time: parsing its SQL again was a second parse
+    per window), else parsed from its SQL or text (a truncated filter's SQL is parsed whole)."""
+    if d.parsed and not d.truncated and d._schema_key == schema_key(schema):
+        return d
+    return parse_predicate(d.sql or d.text, schema)
 
 
 def _partition_keeper(part: ParsedPredicate, schema: TableSchema) -> Callable[[str | None], bool]:

@@ -62,13 +62,9 @@ class FileLifetimes:
         if unreadable:
             known_from = INF
         keyed = with_keys(allacts.filter(pl.col("kind").is_in(["add", "remove"])), log.location).sort(["version", "line"])
-        keyed = keyed.with_columns(
-            pl.col("version").shift(-1).over(["cpath", "dv_id"]).alias("_next"),
-        )
-        adds = keyed.filter(pl.col("kind") == "add").with_columns(
-            pl.col("version").alias("added"),
-            pl.col("_next").fill_null(INF).alias("removed"),
-        ).drop("_next")
+        keyed = keyed.with_columns(pl.Series("removed", _next_versions(keyed), dtype=pl.Int64))
+        adds = keyed.filter(pl.col("kind") == "add").with_columns(pl.col("version").alias("added")).select(
+            pl.exclude("removed"), "removed")
         return cls(adds, known_from, findings)
 
     def active_at(self, version: int) -> pl.DataFrame:
@@ -107,11 +103,7 @@ class FileLifetimes:
         overlap, so a query scans one bucket (active files + one block's churn)."""
         if self._blocks is None:
             self._blocks = _block_index(self.frame["added"].to_numpy(), self.frame["removed"].to_numpy())
-        block = self._blocks.get(version // BLOCK)
-        if block is None:
-            return np.empty(0, dtype=np.int64)
-        rows, added, removed = block
-        return rows[(added <= version) & (removed > version)]
+        return _rows_active(self._blocks, version)
 
     def _file_rows(self) -> FileActionRows:
         if self._rows is None:
@@ -132,21 +124,70 @@ def _codes(texts: pl.Series) -> tuple[list[str | None], np.ndarray]:
     return distinct.to_list(), codes.to_numpy()
 
 
+def _next_versions(keyed: pl.DataFrame) -> np.ndarray:
+    """For each row of `keyed` (sorted by version, line), the version of the next row with the
+    same (cpath, dv_id), or INF: when an add was removed (or re-added). Rows are grouped by a
+    64-bit hash of the key and every neighbour checked to hold the same key; on a collision the
+    exact grouping is used. A polars window over a million paths took 3.7 s, this 1 s."""
+    if keyed.height < 2:
+        return np.full(keyed.height, INF, dtype=np.int64)
+    return _next_by_hash(keyed, keyed.select(pl.struct("cpath", "dv_id").hash()).to_series().to_numpy())
+
+
+def _next_by_hash(keyed: pl.DataFrame, h: np.ndarray) -> np.ndarray:
+    """`_next_versions` given each row's key hash `h` (any hash: colliding keys are caught)."""
+    out = np.full(keyed.height, INF, dtype=np.int64)
+    order = np.argsort(h, kind="stable")  # stable: each key's rows stay in version order
+    same = h[order[:-1]] == h[order[1:]]
+    pairs = np.flatnonzero(same)
+    if pairs.size:
+        first, second = pl.Series(order[pairs]), pl.Series(order[pairs + 1])
+        keys = keyed.select("cpath", "dv_id")
+        a, b = keys[first], keys[second]
+        if not (a["cpath"].eq_missing(b["cpath"]) & a["dv_id"].eq_missing(b["dv_id"])).all():
+            exact = keyed.select(pl.col("version").shift(-1).over(["cpath", "dv_id"]).fill_null(INF))
+            return exact.to_series().to_numpy().astype(np.int64)
+        out[order[pairs]] = keyed["version"].to_numpy()[order[pairs + 1]]
+    return out
+
+
 def _block_index(added: np.ndarray, removed: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """block number -> (rows, added, removed) of every row whose interval overlaps the block,
-    as arrays: a query is then one vectorised comparison over its block."""
-    lists: dict[int, list[int]] = {}
+    as arrays: a query is then one vectorised comparison over its block. Built without a Python
+    loop over rows (two seconds at a million commits): each row's run of blocks is expanded, and
+    the (block, row) pairs sorted by block."""
+    if added.size == 0:
+        return {}
     finite = removed[removed < INF]
-    last = max(int(finite.max()) if finite.size else 0, int(added.max()) if added.size else 0) // BLOCK
-    for i, (a, r) in enumerate(zip(added.tolist(), removed.tolist())):
-        hi = last if r >= INF else (r - 1) // BLOCK
-        for b in range(a // BLOCK, hi + 1):
-            lists.setdefault(b, []).append(i)
+    last = max(int(finite.max()) if finite.size else 0, int(added.max())) // BLOCK
+    lo = added // BLOCK
+    hi = np.where(removed >= INF, last, (removed - 1) // BLOCK)
+    counts = np.maximum(hi - lo + 1, 0)
+    rows = np.repeat(np.arange(added.size, dtype=np.int64), counts)
+    starts = np.cumsum(counts) - counts  # each row's first pair
+    blocks = np.repeat(lo, counts) + (np.arange(rows.size, dtype=np.int64) - np.repeat(starts, counts))
+    by_block = np.argsort(blocks, kind="stable")  # stable: rows ascending within a block
+    blocks, rows = blocks[by_block], rows[by_block]
+    if rows.size == 0:
+        return {}
+    cuts = np.flatnonzero(np.diff(blocks)) + 1
     out = {}
-    for b, idx in lists.items():
-        rows = np.asarray(idx, dtype=np.int64)
-        out[b] = (rows, added[rows], removed[rows])
+    for b, idx in zip(blocks[np.r_[0, cuts]].tolist(), np.split(rows, cuts)):
+        out[b] = (idx, added[idx], removed[idx])
     return out
+
+
+def _rows_active(index: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], version: int) -> np.ndarray:
+    """Rows of `_block_index` active at `version`, ascending. Past the last block with an action
+    the last block answers: a file still active there is active at every later version (a
+    readVersion after hundreds of commits without a file action once found no file at all)."""
+    if not index:
+        return np.empty(0, dtype=np.int64)
+    block = index.get(min(version // BLOCK, max(index)))
+    if block is None:
+        return np.empty(0, dtype=np.int64)
+    rows, added, removed = block
+    return rows[(added <= version) & (removed > version)]
 
 
 def _earliest_base(log: DeltaLog, upto: int) -> int | None:
