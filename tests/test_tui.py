@@ -447,6 +447,31 @@ async def test_conflict_matrix(cached):
         assert not isinstance(app.screen, MatrixScreen)
 
 
+async def test_the_replay_worker_hands_later_windows_to_a_second_process(cached, monkeypatch, caplog):
+    """The TUI's replay worker replays as the CLI does: past `MIN_WINDOWS` windows (here one) the
+    later ones go to the replay's child process, and the verdict column is the one-process one."""
+    import forensics.replay.second as second
+    from forensics.runtime.halves import cores
+    from forensics.runtime.logs import logger
+
+    if cores() < 2:
+        pytest.skip("one core: replay never starts a second process")
+    name = "busy"
+    want = {v: (cv.verdict, cv.winning_version, cv.reordered_before) for v, cv in Table.from_cache(table(name)).replay_report().verdicts.items()}
+    assert len(want) >= 2
+    monkeypatch.setattr(second, "MIN_WINDOWS", 1)
+    caplog.set_level("INFO", logger=logger.name)
+    app = app_for(name)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, timeout=120)
+        assert header(app).replay_state == "done"
+        got = {v: (cv.verdict, cv.winning_version, cv.reordered_before) for v, cv in header(app).report.verdicts.items()}
+        shown = {v: info.verdict for v, info in versions(app).rows.verdicts.items()}
+    assert got == want
+    assert shown == {v: w[0] for v, w in want.items()}
+    assert any("replay in two processes" in r.getMessage() for r in caplog.records)
+
+
 async def test_conflict_matrix_counts_aborted_attempts(cached, repo_root):
     """Sample (f): three stale delta-rs handles (a DELETE, two UPDATEs; attempts.json) aborted and left
     only files. Their pairs join the matrix as `aborted`, on the UPDATE/DELETE/MERGE row, each against

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.ipc as pa_ipc
 
 from forensics.log.delta_log import DeltaLog
-from forensics.replay.verdict import CommitVerdict, first_needed, replay_commit, replay_windows
+from forensics.replay.verdict import CommitVerdict, Window, first_needed, replay_commit, replay_windows
 from forensics.rules.results import WindowResult
 from forensics.runtime.children import child_environment
 from forensics.runtime.gc_tuning import fewer_collections
@@ -59,14 +59,12 @@ MIN_WAIT_S = 60.0
 
 PYTHON = sys.executable
 
-Window = tuple[int, int | None]
 
-
-def replay_in_two(log: DeltaLog, state: StateIndex, windows: list[Window], rules: str | None, isolation_level: str | None,
-                  min_windows: int | None = None) -> dict[int, CommitVerdict]:
+def replay_in_two(log: DeltaLog, state: StateIndex, windows: list[Window], rules: str | None,
+                  isolation_level: str | None) -> dict[int, CommitVerdict]:
     """Every window's verdict, in window order; the later half from a child when there are enough."""
     n = len(windows)
-    if n == 0 or n < (MIN_WINDOWS if min_windows is None else min_windows) or cores() < 2:
+    if n == 0 or n < MIN_WINDOWS or cores() < 2:
         return replay_windows(log, state, windows, rules, isolation_level)
     h = n * HERE_SHARE // 100
     state.lifetimes  # built once, here: the child is handed the part it needs

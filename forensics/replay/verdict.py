@@ -299,12 +299,16 @@ def _likely_reason(log: DeltaLog, rec: CommitRecord, sets: CommitSets, result: W
 REPLAY_BLOCK = 2000
 
 
-def concurrency_windows(log: DeltaLog, versions: list[int] | None = None) -> tuple[list[tuple[int, int | None]], int]:
+# A concurrency window: a commit's version and its readVersion (None: not recorded).
+Window = tuple[int, int | None]
+
+
+def concurrency_windows(log: DeltaLog, versions: list[int] | None = None) -> tuple[list[Window], int]:
     """(version, readVersion) of every commit to replay, in version order, and how many commits
     read the version right before theirs (nothing to check)."""
     not_concurrent = 0
     wanted = set(versions) if versions is not None else None
-    windows: list[tuple[int, int | None]] = []
+    windows: list[Window] = []
     for v, rv in log.commits.select(["version", "read_version"]).iter_rows():
         if wanted is not None and v not in wanted:
             continue
@@ -315,7 +319,7 @@ def concurrency_windows(log: DeltaLog, versions: list[int] | None = None) -> tup
     return windows, not_concurrent
 
 
-def first_needed(windows: list[tuple[int, int | None]]) -> list[int]:
+def first_needed(windows: list[Window]) -> list[int]:
     """For each i, the first version any window from the i-th on needs (its readVersion + 1, or
     itself); one past the end holds a sentinel above every version."""
     out = [0] * (len(windows) + 1)
@@ -326,7 +330,7 @@ def first_needed(windows: list[tuple[int, int | None]]) -> list[int]:
     return out
 
 
-def replay_windows(log: DeltaLog, state: StateIndex, windows: list[tuple[int, int | None]], rules: str | None,
+def replay_windows(log: DeltaLog, state: StateIndex, windows: list[Window], rules: str | None,
                    isolation_level: str | None) -> dict[int, CommitVerdict]:
     """The verdict of each window, a block at a time."""
     verdicts: dict[int, CommitVerdict] = {}
