@@ -47,6 +47,7 @@ def test_the_block_index_finds_exactly_the_files_active_at_each_version(interval
     top = max([a for a, _ in intervals] + [r for _, r in intervals if r < INF] + [0])
     for v in range(0, top + 3 * BLOCK):  # blocks past the last action's too
         assert _rows_active(index, v).tolist() == [i for i, (a, r) in enumerate(intervals) if a <= v < r], v
+    assert list(index) == sorted(index)  # the last key is the top block (_rows_active relies on it)
     for rows, a, r in index.values():  # each block's rows ascend, with their own intervals beside them
         assert rows.tolist() == sorted(rows.tolist())
         assert a.tolist() == added[rows].tolist() and r.tolist() == removed[rows].tolist()
@@ -71,3 +72,5 @@ def test_a_file_stays_active_past_hundreds_of_commits_without_a_file_action(tmp_
     (path,) = [f.path for f in lifetimes.files_at(0)]
     assert log.latest_version == BLOCK + 10
     assert all([f.path for f in lifetimes.files_at(v)] == [path] for v in range(0, BLOCK + 11))
+    for v in (0, BLOCK - 1, BLOCK, BLOCK + 10):  # delta-rs's own snapshot at those versions agrees
+        assert DeltaTable(str(tmp_path), version=v).get_add_actions(flatten=True).column("path").to_pylist() == [path], v

@@ -153,7 +153,7 @@ def _next_by_hash(keyed: pl.DataFrame, h: np.ndarray) -> np.ndarray:
 
 def _block_index(added: np.ndarray, removed: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """block number -> (rows, added, removed) of every row whose interval overlaps the block,
-    as arrays: a query is then one vectorised comparison over its block. Built without a Python
+    blocks in ascending order, as arrays: a query is then one vectorised comparison over its block. Built without a Python
     loop over rows (two seconds at a million commits): each row's run of blocks is expanded, and
     the (block, row) pairs sorted by block."""
     if added.size == 0:
@@ -183,7 +183,7 @@ def _rows_active(index: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], ve
     readVersion after hundreds of commits without a file action once found no file at all)."""
     if not index:
         return np.empty(0, dtype=np.int64)
-    block = index.get(min(version // BLOCK, max(index)))
+    block = index.get(min(version // BLOCK, next(reversed(index))))  # keys ascend: the last is the top, O(1) per window
     if block is None:
         return np.empty(0, dtype=np.int64)
     rows, added, removed = block
