@@ -54,3 +54,40 @@ def test_polars_own_defaults_handed_on_by_a_process_that_loaded_it_are_not_a_use
     env = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:2"}
     assert not return_freed_memory(env) and env["_RJEM_MALLOC_CONF"].endswith("narenas:2")
 
+
+
+# Fills glibc's heap with ~200 MB of Python objects (over 512 bytes each: Python takes them from
+# malloc), pins the top with one more, frees the rest, and prints the resident MB then and after
+# trim_c_heap (or after nothing).
+TRIM_PROBE = r"""
+import json, os, sys
+from forensics.runtime.allocator import trim_c_heap
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+held = [bytes(1000) + bytes([i % 256]) for i in range(200_000)]
+pin = bytes(2000) + b"pin"
+live = rss()
+del held
+freed = rss()
+trimmed = trim_c_heap() if sys.argv[1] == "trim" else None
+print(json.dumps({"live": live, "freed": freed, "after": rss(), "trimmed": trimmed}))
+"""
+
+
+def _trim_probe(mode: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", TRIM_PROBE, mode], env={**os.environ, "PYTHONPATH": str(REPO)},
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_c_heap_keeps_what_python_freed_until_trimmed():
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        import pytest
+
+        pytest.skip("malloc_trim is glibc's")
+    kept, trimmed = _trim_probe("none"), _trim_probe("trim")
+    assert kept["live"] - kept["after"] < 50, kept  # freed, yet still resident: what the engine idled with
+    assert trimmed["trimmed"] is True
+    assert trimmed["live"] - trimmed["freed"] < 50, trimmed  # the same before the trim
+    assert trimmed["freed"] - trimmed["after"] > 120, trimmed  # and handed back by it

@@ -33,6 +33,7 @@ from forensics.engine.isolation import base_environment, install_streams, isolat
 from forensics.engine.protocol import HEARTBEAT_S, Output, ProtocolError, Request, receive, send
 from forensics.engine.warmup import Warmup
 from forensics.runtime import after_answer
+from forensics.runtime.allocator import trim_c_heap
 
 SETTLE_WAIT_S = 15  # how long a stopping engine waits for a cache write it owes (seconds; `engine stop` waits 20)
 REQUEST_LIMIT = 256 << 20  # a request carries argv, a small environment and at most a pasted error text
@@ -128,6 +129,7 @@ class Engine:
     def _warm_up(self) -> None:
         self.warmup.run(self.place.dir, self.run_lock)
         gc.collect()
+        _give_back_memory()
 
     def shutdown(self) -> None:
         """Remove our files (unless a newer engine has taken the place), stop Spark, exit."""
@@ -220,7 +222,7 @@ class Engine:
             finally:
                 if not answered.is_set():
                     outbox.put(None)
-                _give_back_arrow_memory()
+                _give_back_memory()  # the cache write after the answer is done by now
 
         def finished() -> None:
             with self.state_lock:
@@ -254,6 +256,7 @@ class Engine:
         except OSError:
             pass  # the client left before its answer: nothing to answer
         gc.collect()  # what the command left behind, after its client has its answer
+        _give_back_memory()
 
     def _run(self, request: Request, sink: Any, answer: Any) -> None:
         """Run the request and `answer` its result; then, still holding the run lock (the next
@@ -343,13 +346,14 @@ def _take_runtime_conf(conf: dict[str, str]) -> Any:
     return restore
 
 
-def _give_back_arrow_memory() -> None:
-    """What a command's Arrow tables held goes back to the system, not kept by Arrow's pool for
-    the engine's idle minutes (polars' own allocator does so by itself: runtime/allocator.py)."""
+def _give_back_memory() -> None:
+    """What a command freed goes back to the system, not kept for the engine's idle minutes:
+    Arrow's pool and glibc's heap (runtime/allocator.py; polars' own allocator does so by itself)."""
     if "pyarrow" in sys.modules:
         from forensics.log.reader import release_arrow_memory
 
         release_arrow_memory()
+    trim_c_heap()
 
 
 def _cancel_spark_jobs() -> None:

@@ -21,6 +21,7 @@ from forensics.model import Finding
 
 _V = r"(\d{20})"
 RE_COMMIT = re.compile(rf"^{_V}\.json$")
+_COMMIT_LINES = re.compile(rf"^{_V}\.json$", re.M)  # RE_COMMIT's names among names joined by newlines
 RE_CHECKPOINT_CLASSIC = re.compile(rf"^{_V}\.checkpoint\.parquet$")
 RE_CHECKPOINT_MULTI = re.compile(rf"^{_V}\.checkpoint\.(\d{{10}})\.(\d{{10}})\.parquet$")
 RE_CHECKPOINT_V2 = re.compile(rf"^{_V}\.checkpoint\.([0-9a-fA-F-]{{36}})\.(json|parquet)$")
@@ -159,11 +160,19 @@ def commit_versions_local(location: str, *, times: bool) -> list[tuple[int, int 
     Raises OSError when the directory cannot be read."""
     path = _join(normalize_location(location), "_delta_log")
     path = urlparse(path).path if path.startswith("file:") else path
-    names = sorted(n for n in os.listdir(path) if commit_version(n) is not None)
+    listed = os.listdir(path)
+    joined = "\n".join(listed)
+    if joined.count("\n") == len(listed) - 1:  # no name holds a newline: one regex pass, not a call per name
+        heads = _COMMIT_LINES.findall(joined)
+    else:
+        heads = [n[:20] for n in listed if commit_version(n) is not None]
     if not times:  # zero-padded: the names' order is the versions'
-        if names and int(names[-1][:20]) - int(names[0][:20]) + 1 == len(names):  # no gap (the usual log): no parse each
-            return list(zip(range(int(names[0][:20]), int(names[-1][:20]) + 1), itertools.repeat(None)))
-        return [(int(n[:20]), None) for n in names]
+        if heads:
+            first, last = int(min(heads)), int(max(heads))
+            if last - first + 1 == len(heads):  # names are unique, so no gap (the usual log): no sort, no parse each
+                return list(zip(range(first, last + 1), itertools.repeat(None)))
+        return [(int(h), None) for h in sorted(heads)]
+    names = [h + ".json" for h in sorted(heads)]
     prefix = path.rstrip("/") + "/"
     out: list[tuple[int, int | None]] = []
     for n in names:
