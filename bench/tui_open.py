@@ -84,7 +84,7 @@ def frame_clock(app) -> FrameClock:
     return frames
 
 
-async def first_frame(pilot, frames: FrameClock, t0: float, want, timeout: float = 600.0) -> float:
+async def first_frame(frames: FrameClock, t0: float, want, timeout: float = 600.0) -> float:
     """Seconds from t0 to the first composed frame whose list state satisfies `want`."""
     while time.perf_counter() - t0 < timeout:
         hit = next((t for t, state in frames if state is not None and want(state)), None)
@@ -125,18 +125,18 @@ async def measure(n: int, presses: int, size: tuple[int, int]) -> dict:
     frames = frame_clock(app)
     t0 = time.perf_counter()  # the app's start: Textual's own start-up counts
     async with app.run_test(size=size) as pilot:
-        out["uncached_rows_visible_s"] = round(await first_frame(pilot, frames, t0, lambda s: s[0]), 3)
-        out["uncached_listed_times_visible_s"] = round(await first_frame(pilot, frames, t0, lambda s: s[0] and s[1]), 3)
+        out["uncached_rows_visible_s"] = round(await first_frame(frames, t0, lambda s: s[0]), 3)
+        out["uncached_listed_times_visible_s"] = round(await first_frame(frames, t0, lambda s: s[0] and s[1]), 3)
         gate.set()
-        out["uncached_parsed_rows_s"] = round(await first_frame(pilot, frames, t0, lambda s: not s[0]), 1)
+        out["uncached_parsed_rows_s"] = round(await first_frame(frames, t0, lambda s: not s[0]), 1)
     out["uncached_parse_note"] = "includes the JVM start and the parse of every commit (the cache is written then)"
 
     app = ForensicsApp(str(table), utc=True, replay=False, spark_factory=lambda: (_ for _ in ()).throw(AssertionError("no JVM")))
     frames = frame_clock(app)
     t0 = time.perf_counter()
     async with app.run_test(size=size) as pilot:
-        out["cached_rows_visible_s"] = round(await first_frame(pilot, frames, t0, lambda s: True), 3)
-        out["cached_parsed_rows_s"] = round(await first_frame(pilot, frames, t0, lambda s: not s[0]), 3)
+        out["cached_rows_visible_s"] = round(await first_frame(frames, t0, lambda s: True), 3)
+        out["cached_parsed_rows_s"] = round(await first_frame(frames, t0, lambda s: not s[0]), 3)
         vl = app.screen.query_one(VersionList)
         await pilot.press("g")
         lat: dict[str, list[float]] = {"j": [], "pagedown": [], "G/g": []}

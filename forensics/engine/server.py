@@ -36,6 +36,7 @@ from forensics.runtime import after_answer
 from forensics.runtime.allocator import trim_c_heap
 
 SETTLE_WAIT_S = 15  # how long a stopping engine waits for a cache write it owes (seconds; `engine stop` waits 20)
+DELIVERY_WAIT_S = 60  # how long a finished command waits for its answer to be sent before it trims anyway
 REQUEST_LIMIT = 256 << 20  # a request carries argv, a small environment and at most a pasted error text
 
 
@@ -204,6 +205,7 @@ class Engine:
         outbox: queue.Queue[Output | None] = queue.Queue(maxsize=4)
 
         answered = threading.Event()
+        delivered = threading.Event()  # the answer is sent, or its client is gone
 
         def answer(got: dict[str, Any]) -> None:
             result.update(got)
@@ -222,7 +224,11 @@ class Engine:
             finally:
                 if not answered.is_set():
                     outbox.put(None)
-                _give_back_memory()  # the cache write after the answer is done by now
+                # Once, here: the cache write after the answer is done, and the client has its
+                # answer (a collection holds the interpreter lock the answer's send needs).
+                delivered.wait(DELIVERY_WAIT_S)
+                gc.collect()
+                _give_back_memory()
 
         def finished() -> None:
             with self.state_lock:
@@ -230,6 +236,14 @@ class Engine:
                 self.last = time.monotonic()
 
         threading.Thread(target=work, daemon=True).start()
+        try:
+            self._deliver(conn, outbox, result, finished)
+        finally:
+            delivered.set()
+
+    @staticmethod
+    def _deliver(conn: socket.socket, outbox: "queue.Queue[Output | None]", result: dict[str, Any], finished: Any) -> None:
+        """Send the command's output as it comes, then its answer."""
         try:
             send(conn, {"status": "accepted", "pid": os.getpid()})
             while True:
@@ -255,8 +269,6 @@ class Engine:
             send(conn, result)
         except OSError:
             pass  # the client left before its answer: nothing to answer
-        gc.collect()  # what the command left behind, after its client has its answer
-        _give_back_memory()
 
     def _run(self, request: Request, sink: Any, answer: Any) -> None:
         """Run the request and `answer` its result; then, still holding the run lock (the next
