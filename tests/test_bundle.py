@@ -172,3 +172,63 @@ def test_a_script_without_a_main_guard_runs_once(sample_logs, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert runs.read_text() == "run\n"
     assert int(done.stdout.split()[-1]) == len(list((sample_logs / "busy" / "table" / "_delta_log").glob("*.json")))
+
+
+def _mine() -> list:
+    """This process's scratch directories (bundles, spills) still on disk."""
+    root = spill.scratch_root()
+    return [p for p in root.iterdir() if p.name.startswith(f"{os.getpid()}-")] if root.exists() else []
+
+
+def test_a_bundle_written_while_spark_starts_is_the_one_read(tmp_path, spark):
+    """`WriteAhead` copies on a thread (a cold first look writes it while the JVM starts); the read
+    takes that copy instead of writing its own, gives the same rows, and removes it."""
+    from forensics.log.bundle import WriteAhead
+
+    files = _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1}}', b'{"add":{"path":"a","size":1}}']] * 4, [True] * 4)
+    versions = {f.uri: reader._version_of(f.name) for f in files}
+    inline = reader.read_commit_files(spark, files)
+    ahead = WriteAhead(files, versions)
+    written = ahead.dir
+    got = reader.read_commit_files(spark, files, ahead=ahead)
+    assert ahead.taken and not written.exists() and not _mine()
+    assert (_rows(got.actions), _rows(got.others)) == (_rows(inline.actions), _rows(inline.others))
+    other = WriteAhead(files[:2], versions)  # not the files read: written again, this one left alone
+    reader.read_commit_files(spark, files, ahead=other)
+    assert not other.taken and other.dir.exists()
+    other.discard()
+    assert not _mine()
+
+
+def test_a_commit_file_gone_before_the_copy_ahead_is_named(tmp_path, spark):
+    from forensics.log.bundle import WriteAhead
+
+    files = _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1}}']] * 3, [True] * 3)
+    os.unlink(files[2].uri)
+    ahead = WriteAhead(files, {f.uri: reader._version_of(f.name) for f in files})
+    with pytest.raises(ForensicsError) as e:
+        reader.read_commit_files(spark, files, ahead=ahead)
+    assert e.value.code == ExitCode.UNREADABLE and e.value.file == "_delta_log/00000000000000000002.json"
+    assert not _mine()
+
+
+def test_a_cold_open_leaves_no_bundle_whatever_the_session(tmp_path, spark, monkeypatch):
+    """The first look of a table writes its bundle while Spark starts. A session that reads no
+    bundle (a cluster's) and a start that fails both leave nothing behind."""
+    from forensics.log.delta_log import DeltaLog
+
+    _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1,"operation":"WRITE"}}']] * 3, [True] * 3)
+    table = str(tmp_path / "t")
+    local = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark)
+    assert local.versions == [0, 1, 2] and not _mine()
+    with monkeypatch.context() as m:
+        m.setattr(reader, "can_bundle", lambda *_: False)  # the cluster's way: each file read whole
+        whole = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark)
+    assert whole.commits.equals(local.commits) and not _mine()
+
+    def refused():
+        raise ForensicsError(ExitCode.SPARK, "Spark failed to start")
+
+    with pytest.raises(ForensicsError):
+        DeltaLog.open(table, use_cache=False, spark_factory=refused)
+    assert not _mine()

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import threading
+from contextlib import ExitStack
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ import polars as pl
 from forensics.errors import ExitCode, ForensicsError
 from forensics.log import cache as C
 from forensics.log import listing as L
+from forensics.log.bundle import WriteAhead
 from forensics.log.index import (
     build_commit_index,
     duplicate_findings,
@@ -95,10 +97,12 @@ class DeltaLog:
         `known` is what a mirror that has just written `location` knows of its entries (`list_log`)."""
         # A million names become LogFiles and tuples, with no cycles among them: the collector
         # would walk them again and again (a 1,000,000-commit open, 28 s against 16-23 s).
-        with fewer_collections():
+        with fewer_collections(), ExitStack() as stack:
             spark_factory = spark_factory or _default_spark
             say = progress or (lambda _msg: None)
-            listing, spark = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known)
+            listing, spark, ahead = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known)
+            if ahead is not None:
+                stack.callback(ahead.discard)  # unless the read took it (a session that is not local reads no bundle)
             if spark_root is not None:
                 listing.spark_log_uri = spark_root.rstrip("/") + "/_delta_log"
             if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
@@ -132,7 +136,7 @@ class DeltaLog:
                 files = [f for _, (f, _) in sorted(plan.items())]
                 from_cache = False
                 if files:
-                    spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "", listing)
+                    spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "", listing, ahead)
                     started = True
                 else:
                     parsed = ParsedFiles(arrow_schema(ACTION_COLUMNS).empty_table(), arrow_schema(OTHER_COLUMNS).empty_table())
@@ -342,12 +346,12 @@ def _then_concat(first, more: pl.DataFrame):
 
 
 def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str,
-                     listing: L.LogListing) -> tuple[Any, ParsedFiles]:
+                     listing: L.LogListing, ahead: "WriteAhead | None" = None) -> tuple[Any, ParsedFiles]:
     """Parse commit files with Spark, starting it if the listing did not already."""
     say(f"reading {len(files)} {what}commit file(s) with Spark")
     _reserve_heap(files, plan)  # a running session too small for them: one line, not a dead JVM
     spark = spark or spark_factory()
-    return spark, _read(spark, files, plan, listing)
+    return spark, _read(spark, files, plan, listing, ahead)
 
 
 def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
@@ -358,22 +362,32 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
 
 
 def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool, as_uri: str | None = None,
-                         starting: "Future[Any] | None" = None, known: "L.Known | None" = None) -> tuple[L.LogListing, Any]:
+                         starting: "Future[Any] | None" = None, known: "L.Known | None" = None
+                         ) -> tuple[L.LogListing, Any, "WriteAhead | None"]:
     """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
     consult, a local log directory) and the caller has not already begun (`starting`). The
     listing comes first so the JVM's heap can be sized from the files it will parse
     (forensics/log/sizes.py): a local listing of 20,000 commits takes tens of milliseconds, a JVM
-    that dies of a too-small heap the whole run.
+    that dies of a too-small heap the whole run. While the JVM starts, a thread writes the bundle
+    a local session will read (`bundle.WriteAhead`), returned for the caller to hand to the read
+    or discard.
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
     cached = use_cache and C.current_dir(table_cache_dir(as_uri or table_uri)) is not None
     listing = _as(L.list_log(location, known), as_uri)
     if starting is not None or not local_log or cached:
-        return listing, None
+        return listing, None, None
     plan = _plan_files(listing)
-    _reserve_heap([f for f, _ in plan.values()], plan)
-    return listing, spark_factory()
+    files = [f for _, (f, _) in sorted(plan.items())]
+    _reserve_heap(files, plan)
+    ahead = WriteAhead(files, _source_versions(files, plan)) if files else None
+    try:
+        return listing, spark_factory(), ahead
+    except BaseException:
+        if ahead is not None:
+            ahead.discard()
+        raise
 
 
 def start_spark(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], spark_factory: SparkFactory) -> "Future[Any]":
@@ -457,9 +471,15 @@ def _plan_files(listing: L.LogListing) -> dict[int, tuple[L.LogFile, str]]:
     return plan
 
 
-def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], listing: L.LogListing) -> ParsedFiles:
+def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], listing: L.LogListing,
+          ahead: "WriteAhead | None" = None) -> ParsedFiles:
+    return read_commit_files(spark, files, source_version=_source_versions(files, plan), at=listing.spark_uri, ahead=ahead)
+
+
+def _source_versions(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, int]:
+    """The version each file's rows belong to (a compacted file's are its end version's)."""
     uri_version = {f.uri: v for v, (f, _) in plan.items()}
-    return read_commit_files(spark, files, source_version={f.uri: uri_version[f.uri] for f in files}, at=listing.spark_uri)
+    return {f.uri: uri_version[f.uri] for f in files}
 
 
 def _index(parsed: ParsedFiles, plan: dict[int, tuple[L.LogFile, str]], versions: list[int]):

@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from forensics.errors import ExitCode, ForensicsError
-from forensics.log.bundle import bundled, can_bundle
+from forensics.log.bundle import WriteAhead, bundled, can_bundle
 from forensics.log.listing import Checkpoint, LogFile, LogListing
 from forensics.model import Finding
 from forensics.runtime.logs import logger
@@ -93,12 +93,13 @@ DIR_READ_MIN_FILES = 200
 
 
 def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: dict[str, int] | None = None,
-                      at: Callable[[LogFile], str] | None = None) -> ParsedFiles:
+                      at: Callable[[LogFile], str] | None = None, ahead: WriteAhead | None = None) -> ParsedFiles:
     """Parse commit (or compacted / staged) JSON files with Spark, in one Spark job.
 
     `source_version` maps a file URI to the version its rows belong to (compacted files are
     attributed to their end version); by default the version is the file name's prefix. `at`
-    gives the URI Spark reads each file from when it is not `f.uri` (`LogListing.spark_uri`).
+    gives the URI Spark reads each file from when it is not `f.uri` (`LogListing.spark_uri`);
+    `ahead` is a bundle of the same files written while Spark started (`bundle.WriteAhead`).
     Every line becomes at most one row per file action (add/remove/cdc) plus at most one
     "other" row; both kinds travel in one collected Arrow table and are split on the driver,
     so the files are opened and parsed once (no `.cache()`, no second scan).
@@ -115,7 +116,7 @@ def read_commit_files(spark: Any, files: Sequence[LogFile], *, source_version: d
     logger.info("parsing %d commit file(s), %d bytes, with Spark", len(files), sum(f.size or 0 for f in files))
     try:
         with _interpreted_if_small(spark, len(files), sum(f.size or 0 for f in files)):
-            held = [_parse_and_collect(spark, files, versions, sum(f.size or 0 for f in files), local)]
+            held = [_parse_and_collect(spark, files, versions, sum(f.size or 0 for f in files), local, ahead)]
     except ForensicsError:
         raise
     except Exception as e:  # noqa: BLE001 - Spark is lazy: read errors surface at collection
@@ -139,9 +140,9 @@ _JVM_GONE = ("Connection refused", "Error while sending or receiving", "Answer f
 
 
 def _parse_and_collect(spark: Any, files: Sequence[LogFile], versions: dict[str, int], n_bytes: int,
-                       local: bool) -> pa.Table:
+                       local: bool, ahead: WriteAhead | None = None) -> pa.Table:
     if local:
-        with bundled(files, versions) as bundle:
+        with bundled(files, versions, ahead) as bundle:
             return _collect(spark, _bundle_lines(spark, bundle.uri), n_bytes, check_fffd=bundle.may_hold_fffd)
     raw, wanted = _file_texts(spark, files, versions)
     tbl = _collect(spark, _split_lines(raw), n_bytes)
