@@ -9,6 +9,7 @@ it through `DataFrame.row(i, named=True)` and one `json.loads` per partitionValu
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ class FileActionRows:
 
     def __init__(self, frame: pl.DataFrame):
         self._frame = frame
-        self._chunks: dict[int, dict[str, list[Any]]] = {}
+        self._chunks: dict[int, list[list[Any]]] = {}
         self._memo: dict[int, FileAction] = {}
         self._pv: dict[str, dict] = {}
         self._objs: np.ndarray | None = None
@@ -41,15 +42,14 @@ class FileActionRows:
     def __len__(self) -> int:
         return self._frame.height
 
-    def _columns(self, i: int) -> tuple[dict[str, list[Any]], int]:
+    def _columns(self, i: int) -> tuple[list[list[Any]], int]:
         """The columns of row i's chunk as Python lists, and i's place in them. Only the last
         `KEEP_CHUNKS` chunks used are kept: a replay reaches each row once, moving forward, and a
         1,000,000-commit log's file lifetimes as lists were a gigabyte and more."""
         k = i // CHUNK
         cols = self._chunks.pop(k, None)
         if cols is None:
-            part = self._frame.slice(k * CHUNK, CHUNK)
-            cols = {c: (part[c].to_list() if c in part.columns else [None] * part.height) for c in _COLUMNS}
+            cols = _chunk_columns(self._frame.slice(k * CHUNK, CHUNK))
             if len(self._chunks) >= KEEP_CHUNKS:
                 del self._chunks[next(iter(self._chunks))]
         self._chunks[k] = cols  # last used last
@@ -60,9 +60,6 @@ class FileActionRows:
         if fa is None:
             fa = self._memo[i] = self._build(i)
         return fa
-
-    def all(self) -> list[FileAction]:
-        return [self[i] for i in range(self._frame.height)]
 
     def take(self, rows: np.ndarray) -> list[FileAction]:
         """The FileActions of many rows at once (replay asks for ~500 per window, 10k windows):
@@ -78,32 +75,35 @@ class FileActionRows:
         return self._objs[rows].tolist()
 
     def _build(self, row: int) -> FileAction:
-        c, i = self._columns(row)
-        dv = None
-        if c["dv_storage_type"][i] is not None:
-            dv = DeletionVectorRef(c["dv_storage_type"][i], c["dv_path"][i] or "", c["dv_offset"][i], c["dv_size"][i], c["dv_cardinality"][i])
-        return FileAction(
-            version=c["version"][i],
-            kind=c["kind"][i],
-            path=c["path"][i],
-            partition_values=self._partition_values(c["partition_values"][i]),
-            size=c["size"][i],
-            data_change=c["data_change"][i],
-            stats=c["stats"][i],
-            deletion_vector=dv,
-            modification_time=c["modification_time"][i],
-            deletion_timestamp=c["deletion_timestamp"][i],
-            tags=_tags(c["tags"][i]),
-        )
+        cols, i = self._columns(row)
+        return _file_action(self._pv, *(col[i] for col in cols))
 
-    def _partition_values(self, text: str | None) -> Any:
-        if not text:
-            return {}
-        hit = self._pv.get(text)
-        if hit is None:
-            hit = self._pv[text] = partition_values_of(text)
-        # A copy per action: callers may treat partitionValues as their own.
-        return dict(hit) if isinstance(hit, dict) else hit
+
+def _chunk_columns(part: pl.DataFrame) -> list[list[Any]]:
+    """`part`'s `_COLUMNS` as Python lists, in that order (a column the frame lacks: all None)."""
+    return [part[c].to_list() if c in part.columns else [None] * part.height for c in _COLUMNS]
+
+
+def _file_action(pv: dict[str, Any], version: Any, kind: Any, path: Any, partition_values: Any, size: Any,
+                 data_change: Any, stats: Any, tags: Any, dv_storage_type: Any, dv_path: Any, dv_offset: Any,
+                 dv_size: Any, dv_cardinality: Any, modification_time: Any, deletion_timestamp: Any) -> FileAction:
+    """One row (its values in `_COLUMNS` order) as a FileAction; `pv` remembers each distinct
+    partitionValues text decoded (a table has few partitions)."""
+    dv = None
+    if dv_storage_type is not None:
+        dv = DeletionVectorRef(dv_storage_type, dv_path or "", dv_offset, dv_size, dv_cardinality)
+    return FileAction(version, kind, path, _partition_values(pv, partition_values), size, data_change, stats, dv,
+                      modification_time, deletion_timestamp, _tags(tags))
+
+
+def _partition_values(memo: dict[str, Any], text: str | None) -> Any:
+    if not text:
+        return {}
+    hit = memo.get(text)
+    if hit is None:
+        hit = memo[text] = partition_values_of(text)
+    # A copy per action: callers may treat partitionValues as their own.
+    return dict(hit) if isinstance(hit, dict) else hit
 
 
 def _tags(text: str | None) -> Any:
@@ -116,5 +116,11 @@ def _tags(text: str | None) -> Any:
 
 
 def file_actions(frame: pl.DataFrame) -> list[FileAction]:
-    """Every row of `frame` as a FileAction, in frame order."""
-    return FileActionRows(frame).all()
+    """Every row of `frame` as a FileAction, in frame order: a chunk's columns at a time, each
+    row built once, nothing remembered per row (a write set's or a snapshot's files)."""
+    pv: dict[str, Any] = {}
+    make = partial(_file_action, pv)
+    out: list[FileAction] = []
+    for start in range(0, frame.height, CHUNK):
+        out.extend(map(make, *_chunk_columns(frame.slice(start, CHUNK))))
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from typing import Any
 
 import polars as pl
@@ -232,13 +233,14 @@ def records_of(frame: pl.DataFrame) -> list[CommitRecord]:
 def _decoded_column(texts: list[str | None], default: Any) -> list[Any]:
     """`_loads` of each text; a text seen before gets a copy of its first decoding when that is a
     flat object or list (strings, numbers, booleans), so no two records share a value."""
+    repeated = {t for t, n in Counter(texts).items() if n > 1 and t is not None}  # most metrics texts are unique
     first: dict[str, Any] = {}
     out = []
     for t in texts:
-        hit = first.get(t) if t is not None else None
+        hit = first.get(t) if t in repeated else None
         if hit is None:
             v = _decoded(t, default)
-            if t is not None and _flat(v):
+            if t in repeated and _flat(v):
                 first[t] = v.copy()
             out.append(v)
         else:

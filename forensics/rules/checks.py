@@ -40,6 +40,7 @@ def check_winner(txn: Transaction, winner: WinningCommit, profile: Profile, stat
     Every outcome is appended to `state.checks`; returns the first failure, else a summary.
     """
     state.last_winner = winner.version
+    reordered = False
     for name in profile.order:
         if name == "domainMetadata" and not profile.checks_domain_metadata:
             continue
@@ -47,7 +48,9 @@ def check_winner(txn: Transaction, winner: WinningCommit, profile: Profile, stat
         state.checks.append(out)
         if out.status == "failed":
             return out
-    reordered = any(c.reordered and c.winner_version == winner.version for c in state.checks)
+        # Every outcome a check returns names this winner, and each winner is checked once per
+        # state: its own outcomes decide (not a scan of the window's, quadratic in its winners).
+        reordered = reordered or (out.reordered and out.winner_version == winner.version)
     return CheckOutcome("winner", "passed",
                         f"winner v{winner.version}: all checks passed" + (" (reordered)" if reordered else ""),
                         winner_version=winner.version, reordered=reordered)
