@@ -232,3 +232,15 @@ def test_a_cold_open_leaves_no_bundle_whatever_the_session(tmp_path, spark, monk
     with pytest.raises(ForensicsError):
         DeltaLog.open(table, use_cache=False, spark_factory=refused)
     assert not _mine()
+
+
+def test_a_copy_discarded_while_it_runs_removes_itself(tmp_path):
+    """Interrupted while a long copy runs (a million files), the command does not wait for it:
+    `discard` returns, and the copy removes its directory when it ends."""
+    from forensics.log.bundle import WriteAhead
+
+    files = _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1}}']] * 3000, [True] * 3000)
+    ahead = WriteAhead(files, {f.uri: reader._version_of(f.name) for f in files})
+    ahead.discard(wait_s=0)
+    ahead._thread.join(60)
+    assert not ahead._thread.is_alive() and not ahead.dir.exists() and not _mine()

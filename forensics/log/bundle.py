@@ -86,6 +86,9 @@ class WriteAhead:
         self.taken = False
         self._fffd: bool | None = None
         self._error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._done = False
+        self._discarded = False
         self._thread = threading.Thread(target=self._run, args=(list(files),), name="bundle-ahead", daemon=True)
         self._thread.start()
 
@@ -94,6 +97,10 @@ class WriteAhead:
             self._fffd = _write(self.dir, files, self.versions)
         except BaseException as e:  # noqa: BLE001 - raised where the bundle is taken, as an inline write would
             self._error = e
+        with self._lock:
+            self._done = True
+            if self.taken and self._discarded:
+                shutil.rmtree(self.dir, ignore_errors=True)  # discarded while it copied: its own to remove
 
     def holds(self, files: Sequence[LogFile], versions: dict[str, int]) -> bool:
         return not self.taken and [f.uri for f in files] == self.uris and all(
@@ -109,11 +116,19 @@ class WriteAhead:
         assert self._fffd is not None
         return self.dir, self._fffd
 
-    def discard(self) -> None:
-        if not self.taken:
-            self.taken = True
-            self._thread.join()
-            shutil.rmtree(self.dir, ignore_errors=True)
+    def discard(self, wait_s: float = 5.0) -> None:
+        """Remove it unread. A copy still running after `wait_s` (a million files, the command
+        interrupted) is not waited for: it removes its directory when it ends, and a process that
+        exits first leaves it to the next scratch use's sweep."""
+        if self.taken:
+            return
+        self.taken = True
+        self._thread.join(wait_s)
+        with self._lock:
+            if self._done:
+                shutil.rmtree(self.dir, ignore_errors=True)
+            else:
+                self._discarded = True
 
 
 def may_hold_fffd(data: bytes) -> bool:
