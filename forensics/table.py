@@ -138,11 +138,13 @@ class Table:
         self._spark_conf = {**(prof.spark_conf if prof else {}), **self._spark_conf}
         self._writer_given = {**(prof.writer_conf if prof else {}), **self._writer_given}
         if not loc.is_remote:
-            return DeltaLog.open(uri, use_cache=use_cache, spark_factory=self._spark_session, progress=progress)
+            return DeltaLog.open(uri, use_cache=use_cache, spark_factory=self._spark_session, progress=progress,
+                                 session_is_local=self._session_is_local())
         self.store, starting = self._mirror(loc, storage_options, profile, use_cache, progress)
         log = DeltaLog.open(str(self.store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
                             progress=progress, as_uri=loc.uri, spark_root=self._store_read_root(loc),
-                            spark_starting=starting, known=self.store.mirror.entries)
+                            spark_starting=starting, known=self.store.mirror.entries,
+                            session_is_local=self._session_is_local())
         log.store = self.store
         return log
 
@@ -212,6 +214,17 @@ class Table:
 
             logger.warning("storage options not passed to the cluster's %s connector: %s", loc.kind, ", ".join(read.not_mapped))
         return read.spark_root
+
+    def _session_is_local(self) -> bool:
+        """Whether the session `_spark_session` gives runs its executors on this machine (a first
+        look then writes their bundle while it starts: forensics/log/bundle.py `WriteAhead`)."""
+        if self._spark is not None:
+            from forensics.runtime.spill import shares_this_disk
+
+            return shares_this_disk(self._spark)
+        from forensics.runtime.master import is_local
+
+        return not self._remote and is_local(self._master)
 
     def _spark_session(self) -> Any:
         if self._spark is not None:
@@ -459,10 +472,11 @@ class Table:
         elif store is not None:
             log = DeltaLog.open(str(store.mirror.root), use_cache=use_cache, spark_factory=self._spark_session,
                                 as_uri=store.location.uri, spark_root=self._store_read_root(store.location),
-                                spark_starting=starting, known=store.mirror.entries)
+                                spark_starting=starting, known=store.mirror.entries, session_is_local=self._session_is_local())
             log.store = store
         else:
-            log = DeltaLog.open(self.location, use_cache=use_cache, spark_factory=self._spark_session)
+            log = DeltaLog.open(self.location, use_cache=use_cache, spark_factory=self._spark_session,
+                                session_is_local=self._session_is_local())
         fresh = Table(uri, rules=self.rules, spark=self._spark, master=self._master, remote=self._remote,
                       spark_conf=self._spark_conf, writer_conf=self._writer_given, _log=log)
         fresh.store, fresh.catalog_name, fresh._reopen = store, self.catalog_name, self._reopen

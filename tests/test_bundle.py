@@ -217,21 +217,36 @@ def test_a_cold_open_leaves_no_bundle_whatever_the_session(tmp_path, spark, monk
     bundle (a cluster's) and a start that fails both leave nothing behind."""
     from forensics.log.delta_log import DeltaLog
 
+    from forensics.log import delta_log
+
     _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1,"operation":"WRITE"}}']] * 3, [True] * 3)
     table = str(tmp_path / "t")
-    local = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark)
-    assert local.versions == [0, 1, 2] and not _mine()
+    written: list = []
+
+    class Seen(delta_log.WriteAhead):  # the real copy, counted
+        def __init__(self, *a, **k):
+            super().__init__(*a, **k)
+            written.append(self)
+
+    monkeypatch.setattr(delta_log, "WriteAhead", Seen)
+    local = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark, session_is_local=True)
+    assert local.versions == [0, 1, 2] and not _mine() and len(written) == 1 and written[0].taken
     with monkeypatch.context() as m:
         m.setattr(reader, "can_bundle", lambda *_: False)  # the cluster's way: each file read whole
-        whole = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark)
-    assert whole.commits.equals(local.commits) and not _mine()
+        whole = DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark, session_is_local=True)
+    assert whole.commits.equals(local.commits) and not _mine() and len(written) == 2
 
     def refused():
         raise ForensicsError(ExitCode.SPARK, "Spark failed to start")
 
     with pytest.raises(ForensicsError):
-        DeltaLog.open(table, use_cache=False, spark_factory=refused)
-    assert not _mine()
+        DeltaLog.open(table, use_cache=False, spark_factory=refused, session_is_local=True)
+    assert not _mine() and len(written) == 3
+    # A session that will not be local (a cluster, Connect), or a caller's factory that does not
+    # say: nothing is copied ahead, for nothing would read it.
+    DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark, session_is_local=False)
+    DeltaLog.open(table, use_cache=False, spark_factory=lambda: spark)
+    assert len(written) == 3 and not _mine()
 
 
 def test_a_copy_discarded_while_it_runs_removes_itself(tmp_path):

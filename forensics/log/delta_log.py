@@ -38,6 +38,7 @@ from forensics.log.sanity import sanity_findings, split_invalid_actions
 from forensics.log.reader import ACTION_COLUMNS, OTHER_COLUMNS, ParsedFiles, arrow_schema, read_commit_files
 from forensics.model import CommitRecord, Finding
 from forensics.runtime.gc_tuning import fewer_collections
+from forensics.runtime.master import is_local as master_is_local
 from forensics.runtime.paths import table_cache_dir
 
 if TYPE_CHECKING:
@@ -88,19 +89,25 @@ class DeltaLog:
         spark_root: str | None = None,
         spark_starting: "Future[Any] | None" = None,
         known: "L.Known | None" = None,
+        session_is_local: bool | None = None,
     ) -> "DeltaLog":
         """Read the log at `location`; `as_uri` is the table's own URI when `location` is a local
         mirror of a remote `_delta_log` (the cache, paths and output then speak of the remote table);
         `spark_root` is where Spark reads the table from instead of the mirror (a cluster's
         executors reading the store: forensics/storage/connectors.py); `spark_starting` is a start
         of `spark_factory` the caller began earlier (`SparkStarter`), taken instead of one here;
-        `known` is what a mirror that has just written `location` knows of its entries (`list_log`)."""
+        `known` is what a mirror that has just written `location` knows of its entries (`list_log`);
+        `session_is_local` says whether the session `spark_factory` starts runs its executors here
+        (None: known only for the default factory), so that a first look writes their bundle while
+        it starts."""
         # A million names become LogFiles and tuples, with no cycles among them: the collector
         # would walk them again and again (a 1,000,000-commit open, 28 s against 16-23 s).
         with fewer_collections(), ExitStack() as stack:
             spark_factory = spark_factory or _default_spark
             say = progress or (lambda _msg: None)
-            listing, spark, ahead = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known)
+            local = session_is_local if session_is_local is not None else spark_factory is _default_spark and master_is_local()
+            listing, spark, ahead = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known,
+                                                         ahead=local)
             if ahead is not None:
                 stack.callback(ahead.discard)  # unless the read took it (a session that is not local reads no bundle)
             if spark_root is not None:
@@ -362,15 +369,15 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
 
 
 def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool, as_uri: str | None = None,
-                         starting: "Future[Any] | None" = None, known: "L.Known | None" = None
+                         starting: "Future[Any] | None" = None, known: "L.Known | None" = None, ahead: bool = False
                          ) -> tuple[L.LogListing, Any, "WriteAhead | None"]:
     """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
     consult, a local log directory) and the caller has not already begun (`starting`). The
     listing comes first so the JVM's heap can be sized from the files it will parse
     (forensics/log/sizes.py): a local listing of 20,000 commits takes tens of milliseconds, a JVM
     that dies of a too-small heap the whole run. While the JVM starts, a thread writes the bundle
-    a local session will read (`bundle.WriteAhead`), returned for the caller to hand to the read
-    or discard.
+    a local session will read (`bundle.WriteAhead`; `ahead`: the session will be local), returned
+    for the caller to hand to the read or discard.
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
@@ -381,12 +388,12 @@ def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: 
     plan = _plan_files(listing)
     files = [f for _, (f, _) in sorted(plan.items())]
     _reserve_heap(files, plan)
-    ahead = WriteAhead(files, _source_versions(files, plan)) if files else None
+    written = WriteAhead(files, _source_versions(files, plan)) if files and ahead else None
     try:
-        return listing, spark_factory(), ahead
+        return listing, spark_factory(), written
     except BaseException:
-        if ahead is not None:
-            ahead.discard()
+        if written is not None:
+            written.discard()
         raise
 
 
