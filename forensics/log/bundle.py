@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from typing import Any, Iterator, Sequence
 from forensics.errors import ExitCode, ForensicsError
 from forensics.log.listing import LogFile, is_local
 from forensics.runtime.children import child_environment
-from forensics.runtime.spill import scratch_root, shares_this_disk, sweep
+from forensics.runtime.spill import new_scratch_dir, shares_this_disk
 
 # Scratch file size: Spark splits text files at spark.sql.files.maxPartitionBytes (64 MB here)
 # anyway; one file per 64 MB keeps the directory listing trivial and every task a whole file.
@@ -57,7 +56,7 @@ def bundled(files: Sequence[LogFile], versions: dict[str, int], ahead: "WriteAhe
     if ahead is not None and ahead.holds(files, versions):
         tmp, fffd = ahead.take()
     else:
-        tmp = _new_dir()
+        tmp = new_scratch_dir()
         fffd = None
     try:
         if fffd is None:
@@ -65,13 +64,6 @@ def bundled(files: Sequence[LogFile], versions: dict[str, int], ahead: "WriteAhe
         yield Bundle(tmp.as_uri(), fffd)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _new_dir() -> Path:
-    root = scratch_root()
-    root.mkdir(parents=True, exist_ok=True)
-    sweep(root)
-    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
 
 
 class WriteAhead:
@@ -82,7 +74,7 @@ class WriteAhead:
     def __init__(self, files: Sequence[LogFile], versions: dict[str, int]) -> None:
         self.uris = [f.uri for f in files]
         self.versions = versions
-        self.dir = _new_dir()
+        self.dir = new_scratch_dir()
         self.taken = False
         self._fffd: bool | None = None
         self._error: BaseException | None = None

@@ -46,8 +46,9 @@ def trim_c_heap() -> bool:
     ~90 MB after a few first looks and raised the next command's peak by as much (an A/B through
     the engine, a 1M-file snapshot after three first looks: Python at rest 342-396 → 253-257 MB,
     its peak 681-716 → 582-598 MB; docs/performance.md). Called once per command, after its
-    answer is sent and its cache written (engine/server.py), not inside a read: there a trim per step bought nothing measurable. The price: the next
-    command faults the pages in again, about 0.1 s on a cached look through the engine.
+    answer is sent and its cache written (engine/server.py), not inside a read: there a trim per
+    step bought nothing measurable. The price: the next command faults the pages in again, about
+    0.1 s on a cached look through the engine.
     """
     global _trim
     if _trim is False:
