@@ -1,10 +1,14 @@
 """The scale a cluster carries: a 1,000,000-commit log read and replayed, locally and on a standalone
 cluster of two workers the bench starts, side by side with deltalake's `history()` on the same log.
 
-    python bench/scale.py [--commits 1000000] [--work DIR] [--log EXISTING_TABLE] [--skip-cluster]
+    python bench/scale.py [--commits 1000000] [--work DIR] [--log EXISTING_TABLE] [--skip-cluster] [--pages warm|cold]
 
 Every measurement is a fresh process; time is wall clock, memory the peak summed RSS of its process
-tree (bench/proctree.py; the JVM counts). For the cluster the tree is the client (the driver JVM
+tree (bench/proctree.py; the JVM counts). Each starts from the same page cache (`--pages`): warm,
+every file of the log read once just before (as right after the synth wrote it; by default), or
+cold, the kernel's caches dropped just before (root only). Without that the first measurement
+read a log a test run may have pushed out of memory and the later ones the pages it brought back
+(session 20: 247.1 s cold against 141.3 s warm for the same first look). For the cluster the tree is the client (the driver JVM
 with it); the master's and the workers' JVMs are sampled apart and reported beside it. Writes
 bench/out/scale.json; BENCHMARKS.md records a run.
 """
@@ -38,6 +42,25 @@ def _history(table: Path, out: Path, extra: list[str]) -> list[str]:
     """`history --json` into a file (a million rows through a pipe would be the bench's memory)."""
     cmd = " ".join([*CLI, "history", str(table), "--json", "--no-engine", *extra])
     return ["sh", "-c", f"exec {cmd} > {out}"]
+
+
+def _pages(table: Path, how: str) -> None:
+    """The same page cache before each measurement (`--pages`), untimed."""
+    if how == "cold":
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as fh:  # PermissionError unless root: main says so
+            fh.write("3\n")
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    def read(path: str) -> None:
+        with open(path, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+    paths = [str(p) for p in (table / "_delta_log").rglob("*") if p.is_file()]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(read, paths, chunksize=1024))
 
 
 def _record(name: str, r, results: dict, **more) -> None:
@@ -108,10 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-memory", default="4g")
     ap.add_argument("--out", type=Path, default=HERE / "out" / "scale.json")
+    ap.add_argument("--pages", choices=("warm", "cold"), default="warm",
+                    help="the page cache each measurement starts from: the log read once just before, or dropped (root)")
     a = ap.parse_args(argv)
+    if a.pages == "cold" and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
+        ap.error("--pages cold drops the kernel's caches: it needs root (/proc/sys/vm/drop_caches)")
     work = a.work or Path(tempfile.mkdtemp(prefix="df-scale-"))
     work.mkdir(parents=True, exist_ok=True)
-    res: dict = {"machine": machine(), "commits": a.commits, "measurements": {}}
+    res: dict = {"machine": machine(), "commits": a.commits, "pages": a.pages, "measurements": {}}
     m = res["measurements"]
     table = a.log
     if table is None:
@@ -126,13 +153,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"history of {table} ({a.commits} commits), local[2], empty cache", flush=True)
             env_local = dict(env, DELTA_FORENSICS_CACHE_DIR=str(work / "cache-local"))
             shutil.rmtree(work / "cache-local", ignore_errors=True)
+            _pages(table, a.pages)
             r = run(_history(table, out, []), env=env_local, timeout=TIMEOUT)
             _record("history --json, cold (local[2], empty cache)", r, m, rows=_rows(out) if r.returncode == 0 else None)
             _save(res, a.out)
+            _pages(table, a.pages)
             r = run(py(_REPLAY, str(table)), env=env_local, timeout=TIMEOUT)
             _record("replay: open from the cache + replay (local)", r, m, **(json.loads(r.stdout) if r.returncode == 0 else {}))
             _save(res, a.out)
         if not a.skip_delta_rs:
+            _pages(table, a.pages)
             r = run(py(_DELTA_RS_HISTORY, str(table)), env=env, timeout=TIMEOUT)
             _record("deltalake history() (fresh process)", r, m)
             _save(res, a.out)
@@ -141,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 env_cluster = dict(cenv, **{k: v for k, v in env.items() if k.startswith(("DELTA_FORENSICS_", "PYTHON"))},
                                    DELTA_FORENSICS_CACHE_DIR=str(work / "cache-cluster"))
+                _pages(table, a.pages)
                 with _Sampler([p.pid for p in procs]) as s:
                     r = run(_history(table, out, ["--master", url, "--no-cache"]), env=env_cluster, timeout=TIMEOUT)
                 _record(f"history --json on a standalone cluster ({a.workers} workers x 1 core)", r, m,

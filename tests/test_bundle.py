@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forensics.errors import ExitCode, ForensicsError
-from forensics.log import reader
+from forensics.log import bundle, reader
 from forensics.log.listing import list_log
 from forensics.runtime import spill
 
@@ -259,3 +259,37 @@ def test_a_copy_discarded_while_it_runs_removes_itself(tmp_path):
     ahead.discard(wait_s=0)
     ahead._thread.join(60)
     assert not ahead._thread.is_alive() and not ahead.dir.exists() and not _mine()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(size=st.one_of(st.integers(0, 2), st.integers(-2, 2).map(lambda d: bundle._FIRST_READ + d),
+                      st.integers(2 * bundle._FIRST_READ - 2, 5 * bundle._FIRST_READ)))
+def test_a_file_is_copied_whole_whatever_its_size(tmp_path_factory, size):
+    """The copy reads with `os.read`, a first read of `_FIRST_READ` bytes and more until one reads
+    nothing: a file longer than the first read is read to its end, an empty one gives no bytes."""
+    path = tmp_path_factory.mktemp("f") / "00000000000000000000.json"
+    data = bytes((i * 7 + size) % 251 for i in range(size))
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert bundle._read_all(fd) == data
+    finally:
+        os.close(fd)
+
+
+def test_a_copy_made_ahead_holds_the_same_files_and_versions_only(tmp_path):
+    """`holds` is true for the very lists the copy was made from and for equal ones, false for
+    other files or another version of one of them."""
+    from forensics.log.bundle import WriteAhead
+
+    files = _write_log(tmp_path / "t", [[b'{"commitInfo":{"timestamp":1}}']] * 3, [True] * 3)
+    versions = {f.uri: reader._version_of(f.name) for f in files}
+    ahead = WriteAhead(files, versions)
+    try:
+        assert ahead.holds(files, versions) and ahead.holds(list(files), dict(versions))
+        assert not ahead.holds(files[:2], versions)
+        assert not ahead.holds(files, {**versions, files[1].uri: 7})
+    finally:
+        ahead.discard()
+    assert not ahead.holds(files, versions)  # discarded: nothing to take
+    assert not _mine()

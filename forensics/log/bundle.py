@@ -72,6 +72,7 @@ class WriteAhead:
     unless `bundled` took it: the session that starts may not be local, and then no bundle is read."""
 
     def __init__(self, files: Sequence[LogFile], versions: dict[str, int]) -> None:
+        self.files = files
         self.uris = [f.uri for f in files]
         self.versions = versions
         self.dir = new_scratch_dir()
@@ -95,8 +96,12 @@ class WriteAhead:
                 shutil.rmtree(self.dir, ignore_errors=True)  # discarded while it copied: its own to remove
 
     def holds(self, files: Sequence[LogFile], versions: dict[str, int]) -> bool:
-        return not self.taken and [f.uri for f in files] == self.uris and all(
-            versions[u] == self.versions[u] for u in self.uris)
+        """Whether the copy is of `files` with these versions (the same objects, a first look's
+        usual case, are not compared a million items over)."""
+        if self.taken:
+            return False
+        same_files = files is self.files or [f.uri for f in files] == self.uris
+        return same_files and (versions is self.versions or all(versions[u] == self.versions[u] for u in self.uris))
 
     def take(self) -> tuple[Path, bool]:
         """The written directory (the caller removes it) and its U+FFFD answer; a failed copy raises here."""
@@ -188,14 +193,21 @@ def _in_workers(out: Path, slices: list[list[tuple[str, str, int]]]) -> tuple[tu
 
 def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[tuple[str, int, str] | None, bool]:
     """Copy `work` (path, name, version) into `out`/part-<tag>-N.tsv: the first unreadable file (or
-    None), and whether any file copied may hold U+FFFD."""
+    None), and whether any file copied may hold U+FFFD. Each file is read with `os.open`/`os.read`:
+    `open()`'s buffered layers cost ~6 µs a file, ~6 s of CPU over a million (by hand, warm
+    pages, 100,000 files: 2.2-2.5 s against 1.7-1.8 s)."""
     n, size, fffd = 0, 0, False
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+    read, close = os.read, os.close
     sink = open(os.path.join(out, f"part-{tag}-{n:05d}.tsv"), "wb")
     try:
         for path, name, version in work:
             try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
+                fd = os.open(path, flags)
+                try:
+                    data = _read_all(fd, read)
+                finally:
+                    close(fd)
             except OSError as e:
                 return (name, version, e.strerror or str(e)), fffd
             fffd = fffd or may_hold_fffd(data)
@@ -210,6 +222,21 @@ def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[t
     finally:
         sink.close()
     return None, fffd
+
+
+_FIRST_READ = 1 << 16  # most commit files fit: one read, then the empty read that says the file ended
+
+
+def _read_all(fd: int, read: Any = os.read) -> bytes:
+    """Every byte of an open file, read until a read returns nothing (a file that grows while it
+    is read is read to its end then, as `open().read()` would)."""
+    first = read(fd, _FIRST_READ)
+    if not first:
+        return first
+    parts = [first]
+    while chunk := read(fd, max(_FIRST_READ, sum(map(len, parts)))):
+        parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 if __name__ == "__main__":  # python -m forensics.log.bundle OUT TAG WORK.json (_in_workers)

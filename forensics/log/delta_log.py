@@ -106,8 +106,8 @@ class DeltaLog:
             spark_factory = spark_factory or _default_spark
             say = progress or (lambda _msg: None)
             local = session_is_local if session_is_local is not None else spark_factory is _default_spark and master_is_local()
-            listing, spark, ahead = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting, known,
-                                                         ahead=local)
+            listing, spark, ahead, planned = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting,
+                                                                  known, ahead=local)
             if ahead is not None:
                 stack.callback(ahead.discard)  # unless the read took it (a session that is not local reads no bundle)
             if spark_root is not None:
@@ -115,7 +115,7 @@ class DeltaLog:
             if not listing.commits and not listing.checkpoints and not listing.staged and not listing.compacted:
                 raise ForensicsError(ExitCode.NOT_A_TABLE, f"no commits in {listing.log_uri}", file="_delta_log")
             cache_dir = table_cache_dir(listing.table_uri)
-            plan = _plan_files(listing)
+            plan = planned.plan if planned is not None else _plan_files(listing)
             early = spark_starting
             if early is None and spark is None and use_cache and _cache_is_behind(cache_dir, plan):
                 # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
@@ -131,7 +131,8 @@ class DeltaLog:
                 new_files = [f for v, (f, _) in sorted(plan.items()) if v > meta["max_version"]]
                 from_cache = True
                 if new_files:
-                    spark, parsed = _read_with_spark(spark, spark_factory, new_files, plan, say, "new ", listing)
+                    spark, parsed = _read_with_spark(spark, spark_factory, new_files, _source_versions(new_files, plan), say,
+                                                     "new ", listing)
                     started = True
                     c2, a2, o2 = _index(parsed, plan, [v for v in sorted(plan) if v > meta["max_version"]])
                     commits = pl.concat([commits, c2], how="vertical_relaxed")
@@ -140,10 +141,12 @@ class DeltaLog:
                     if use_cache:
                         _append_cache(cache_dir, listing, plan, meta, commits, a2, o2)
             else:
-                files = [f for _, (f, _) in sorted(plan.items())]
+                planned = planned or _Planned.of(plan)
+                files = planned.files
                 from_cache = False
                 if files:
-                    spark, parsed = _read_with_spark(spark, spark_factory, files, plan, say, "", listing, ahead)
+                    spark, parsed = _read_with_spark(spark, spark_factory, files, planned.versions, say, "", listing, ahead,
+                                                     heap_reserved=spark is not None and planned.reserved)
                     started = True
                 else:
                     parsed = ParsedFiles(arrow_schema(ACTION_COLUMNS).empty_table(), arrow_schema(OTHER_COLUMNS).empty_table())
@@ -352,13 +355,16 @@ def _then_concat(first, more: pl.DataFrame):
     return pl.concat([first, more], how="vertical_relaxed")
 
 
-def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, plan, say: Progress, what: str,
-                     listing: L.LogListing, ahead: "WriteAhead | None" = None) -> tuple[Any, ParsedFiles]:
-    """Parse commit files with Spark, starting it if the listing did not already."""
+def _read_with_spark(spark: Any, spark_factory: SparkFactory, files: list, versions: dict[str, int], say: Progress,
+                     what: str, listing: L.LogListing, ahead: "WriteAhead | None" = None, *, heap_reserved: bool = False
+                     ) -> tuple[Any, ParsedFiles]:
+    """Parse commit files (their rows' versions: `_source_versions`) with Spark, starting it if
+    the listing did not already. `heap_reserved`: the running session was started sized for them."""
     say(f"reading {len(files)} {what}commit file(s) with Spark")
-    _reserve_heap(files, plan)  # a running session too small for them: one line, not a dead JVM
+    if not heap_reserved:
+        _reserve_heap(files, versions)  # a running session too small for them: one line, not a dead JVM
     spark = spark or spark_factory()
-    return spark, _read(spark, files, plan, listing, ahead)
+    return spark, read_commit_files(spark, files, source_version=versions, at=listing.spark_uri, ahead=ahead)
 
 
 def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
@@ -370,27 +376,27 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
 
 def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool, as_uri: str | None = None,
                          starting: "Future[Any] | None" = None, known: "L.Known | None" = None, ahead: bool = False
-                         ) -> tuple[L.LogListing, Any, "WriteAhead | None"]:
+                         ) -> tuple[L.LogListing, Any, "WriteAhead | None", "_Planned | None"]:
     """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
     consult, a local log directory) and the caller has not already begun (`starting`). The
     listing comes first so the JVM's heap can be sized from the files it will parse
     (forensics/log/sizes.py): a local listing of 20,000 commits takes tens of milliseconds, a JVM
     that dies of a too-small heap the whole run. While the JVM starts, a thread writes the bundle
     a local session will read (`bundle.WriteAhead`; `ahead`: the session will be local), returned
-    for the caller to hand to the read or discard.
+    for the caller to hand to the read or discard, with the files it planned (`_Planned`) when it
+    started Spark.
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
     cached = use_cache and C.current_dir(table_cache_dir(as_uri or table_uri)) is not None
     listing = _as(L.list_log(location, known), as_uri)
     if starting is not None or not local_log or cached:
-        return listing, None, None
-    plan = _plan_files(listing)
-    files = [f for _, (f, _) in sorted(plan.items())]
-    _reserve_heap(files, plan)
-    written = WriteAhead(files, _source_versions(files, plan)) if files and ahead else None
+        return listing, None, None, None
+    planned = _Planned.of(_plan_files(listing))
+    _reserve_heap(planned.files, planned.versions)
+    written = WriteAhead(planned.files, planned.versions) if planned.files and ahead else None
     try:
-        return listing, spark_factory(), written
+        return listing, spark_factory(), written, replace(planned, reserved=True)
     except BaseException:
         if written is not None:
             written.discard()
@@ -400,7 +406,7 @@ def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: 
 def start_spark(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], spark_factory: SparkFactory) -> "Future[Any]":
     """Start Spark on a thread while the caller goes on (loading the cache, fetching the files),
     its heap first sized for `files` (forensics/log/sizes.py): a JVM cannot grow once it runs."""
-    _reserve_heap(files, plan)
+    _reserve_heap(files, _source_versions(files, plan))
     pool = ThreadPoolExecutor(max_workers=1)
     early = pool.submit(spark_factory)
     pool.shutdown(wait=False)
@@ -437,12 +443,12 @@ class SparkStarter:
             return  # more heap than a running session has: said where the files are read, as before
 
 
-def _reserve_heap(files: list, plan: dict[int, tuple[L.LogFile, str]]) -> None:
+def _reserve_heap(files: list, versions: dict[str, int]) -> None:
     """Before Spark starts or reads: the heap the files need, and the JIT their length asks for."""
     from forensics.log.sizes import reserve_heap_for
     from forensics.runtime.java import expect_read
 
-    reserve_heap_for(files, {f.uri: v for v, (f, _) in plan.items()})
+    reserve_heap_for(files, versions)
     expect_read(sum(f.size or 0 for f in files))
 
 
@@ -478,9 +484,20 @@ def _plan_files(listing: L.LogListing) -> dict[int, tuple[L.LogFile, str]]:
     return plan
 
 
-def _read(spark: Any, files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], listing: L.LogListing,
-          ahead: "WriteAhead | None" = None) -> ParsedFiles:
-    return read_commit_files(spark, files, source_version=_source_versions(files, plan), at=listing.spark_uri, ahead=ahead)
+@dataclass(frozen=True)
+class _Planned:
+    """What a first look reads, worked out once: at a million commits each of these took about a
+    second, and the listing's start of Spark, the copy made ahead and the read all need them."""
+
+    plan: dict[int, tuple[L.LogFile, str]]
+    files: list[L.LogFile]  # the plan's files, by version
+    versions: dict[str, int]  # each file's rows' version (`_source_versions` of all of them)
+    reserved: bool = False  # the heap was reserved for them before Spark started
+
+    @classmethod
+    def of(cls, plan: dict[int, tuple[L.LogFile, str]]) -> "_Planned":
+        files = [f for _, (f, _) in sorted(plan.items())]
+        return cls(plan, files, {f.uri: v for v, (f, _) in plan.items()})
 
 
 def _source_versions(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, int]:
