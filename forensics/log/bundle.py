@@ -198,16 +198,15 @@ def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[t
     pages, 100,000 files: 2.2-2.5 s against 1.7-1.8 s)."""
     n, size, fffd = 0, 0, False
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-    read, close = os.read, os.close
     sink = open(os.path.join(out, f"part-{tag}-{n:05d}.tsv"), "wb")
     try:
         for path, name, version in work:
             try:
                 fd = os.open(path, flags)
                 try:
-                    data = _read_all(fd, read)
+                    data = _read_all(fd)
                 finally:
-                    close(fd)
+                    os.close(fd)
             except OSError as e:
                 return (name, version, e.strerror or str(e)), fffd
             fffd = fffd or may_hold_fffd(data)
@@ -227,15 +226,14 @@ def _write_part(out: str, tag: str, work: list[tuple[str, str, int]]) -> tuple[t
 _FIRST_READ = 1 << 16  # most commit files fit: one read, then the empty read that says the file ended
 
 
-def _read_all(fd: int, read: Any = os.read) -> bytes:
+def _read_all(fd: int) -> bytes:
     """Every byte of an open file, read until a read returns nothing (a file that grows while it
     is read is read to its end then, as `open().read()` would)."""
-    first = read(fd, _FIRST_READ)
-    if not first:
-        return first
-    parts = [first]
-    while chunk := read(fd, max(_FIRST_READ, sum(map(len, parts)))):
+    parts = [os.read(fd, _FIRST_READ)]
+    total = len(parts[0])
+    while total and (chunk := os.read(fd, max(_FIRST_READ, total))):
         parts.append(chunk)
+        total += len(chunk)
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 

@@ -497,13 +497,18 @@ class _Planned:
     @classmethod
     def of(cls, plan: dict[int, tuple[L.LogFile, str]]) -> "_Planned":
         files = [f for _, (f, _) in sorted(plan.items())]
-        return cls(plan, files, {f.uri: v for v, (f, _) in plan.items()})
+        return cls(plan, files, _uri_versions(plan))
 
 
 def _source_versions(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, int]:
     """The version each file's rows belong to (a compacted file's are its end version's)."""
-    uri_version = {f.uri: v for v, (f, _) in plan.items()}
+    uri_version = _uri_versions(plan)
     return {f.uri: uri_version[f.uri] for f in files}
+
+
+def _uri_versions(plan: dict[int, tuple[L.LogFile, str]]) -> dict[str, int]:
+    """Each planned file's URI -> the version its rows belong to (every file is planned once)."""
+    return {f.uri: v for v, (f, _) in plan.items()}
 
 
 def _index(parsed: ParsedFiles, plan: dict[int, tuple[L.LogFile, str]], versions: list[int]):
