@@ -46,9 +46,16 @@ def test_records_of_many_rows_equal_each_rows_record(texts, repeat):
     many = records_of(frame)
     assert many == [record_from_row(r) for r in frame.iter_rows(named=True)]
     for name in _JSON_FIELDS:
-        values = [getattr(r, name) for r in many]
-        shared = [v for v in values if isinstance(v, (dict, list))]
-        assert len({id(v) for v in shared}) == len(shared), name  # every record its own object
+        shared = [v for r in many for v in _containers(getattr(r, name))]
+        assert len({id(v) for v in shared}) == len(shared), name  # every record its own objects, nested ones too
+
+
+def _containers(v):
+    """Every dict and list in a decoded value, itself and nested."""
+    if isinstance(v, (dict, list)):
+        yield v
+        for x in v.values() if isinstance(v, dict) else v:
+            yield from _containers(x)
 
 
 def test_records_of_real_logs_equal_each_rows_record():

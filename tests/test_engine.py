@@ -466,6 +466,22 @@ def test_stops_when_idle(cache):
     assert _engine_pid(env) is None
 
 
+def test_an_engine_whose_directory_is_removed_stops(cache):
+    """The cache cleared under a running engine: no client can reach it now, so it stops at once,
+    not at its idle timeout (20 minutes by default)."""
+    env = _env(cache)
+    assert run(["engine", "start", "--no-warm"], env)[0] == 0
+    pid = _engine_pid(env)
+    assert pid is not None and _alive(pid)
+    time.sleep(2)
+    assert _alive(pid)  # the place intact: it serves on
+    shutil.rmtree(cache)
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(pid)
+
+
 def _frame(sock: socket.socket, message: dict) -> dict:
     data = json.dumps(message).encode()
     sock.sendall(struct.pack(">I", len(data)) + data)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from forensics.log.delta_log import DeltaLog
 from forensics.model import Bound
 from forensics.replay import second
-from forensics.replay.verdict import CommitVerdict, concurrency_windows, replay_windows
+from forensics.replay.verdict import CommitVerdict, concurrency_windows, has_result, replay_windows
 from forensics.replay.windows import replay_table
 from forensics.rules.results import CheckOutcome, WindowResult
 from forensics.runtime import halves, spill
@@ -54,6 +54,17 @@ def test_the_childs_verdicts_are_the_in_process_ones(table, monkeypatch, caplog,
     assert list(two.verdicts.values()) == list(one.verdicts.values())  # every field, result and check
     assert two.to_dict() == one.to_dict() and two.findings == one.findings
     assert not list(spill.scratch_root().glob(f"{os.getpid()}-*"))  # its inputs are gone
+
+
+def test_a_long_replay_keeps_no_checks_until_a_reader_opens_them(monkeypatch, spark):
+    """Both halves: each verdict's window result is replayed again when first read (at 1,000,000
+    commits, seven million checks not kept), and is the result the in-process replay gives."""
+    one, two = _one_and_two("busy", monkeypatch)
+    results = [v for v in two.verdicts.values() if has_result(v)]
+    assert len(results) == len([v for v in one.verdicts.values() if v.result is not None]) > 1
+    assert all(callable(v._result) for v in results)  # not computed yet
+    assert [v.result for v in results] == [one.verdicts[v.version].result for v in results]
+    assert not any(callable(v._result) for v in results)  # computed once, kept
 
 
 def test_the_rules_and_level_asked_for_reach_the_child(monkeypatch, caplog, spark):

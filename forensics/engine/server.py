@@ -4,8 +4,9 @@ Started in the background by a client (forensics/engine/client.py), never by han
 Unix socket only this user can reach, writes a fresh random token into a 0600 file beside it,
 and runs each request's command with the CLI's own `main(argv)` (one at a time; isolation.py
 gives each the client's environment and captures its output). The SparkSession it starts stays
-up for the next request. It stops after `--idle` seconds without a request, on `stop`, or on
-SIGTERM, and removes its socket and token (unless another engine has replaced them).
+up for the next request. It stops after `--idle` seconds without a request, on `stop`, on
+SIGTERM, or within a second of its token file going (its directory removed) or changing (another
+engine in its place), and removes its socket and token (unless another engine has replaced them).
 """
 
 from __future__ import annotations
@@ -116,8 +117,9 @@ class Engine:
                 conn, _ = self.sock.accept()
             except socket.timeout:
                 with self.state_lock:
-                    idle = not self.busy and time.monotonic() - self.last > self.idle_s
-                if idle:
+                    busy = self.busy
+                    idle = not busy and time.monotonic() - self.last > self.idle_s
+                if idle or (not busy and not self._reachable()):
                     self.closing.set()
                 continue
             except OSError:
@@ -126,6 +128,15 @@ class Engine:
                 raise
             threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
         self.shutdown()
+
+    def _reachable(self) -> bool:
+        """Whether a client can still find this engine: its token file holds its token. With its
+        directory removed (the cache cleared) or its place taken by another engine, it would
+        otherwise run unreachable until its idle timeout, where `engine stop` cannot see it."""
+        if places.read_private(self.place.token) == self.token:
+            return True
+        print("engine: its token file is gone or not its own; stopping", file=sys.stderr, flush=True)
+        return False
 
     def _warm_up(self) -> None:
         self.warmup.run(self.place.dir, self.run_lock)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from forensics.model import DeletionVectorRef, FileAction, partition_values_of
+from forensics.model import DeletionVectorRef, FileAction, new_file_action, partition_values_of
 
 _COLUMNS = (
     "version", "kind", "path", "partition_values", "size", "data_change", "stats", "tags",
@@ -92,8 +92,8 @@ def _file_action(pv: dict[str, Any], version: Any, kind: Any, path: Any, partiti
     dv = None
     if dv_storage_type is not None:
         dv = DeletionVectorRef(dv_storage_type, dv_path or "", dv_offset, dv_size, dv_cardinality)
-    return FileAction(version, kind, path, _partition_values(pv, partition_values), size, data_change, stats, dv,
-                      modification_time, deletion_timestamp, _tags(tags))
+    return new_file_action(version, kind, path, _partition_values(pv, partition_values), size, data_change, stats, dv,
+                           modification_time, deletion_timestamp, _tags(tags))
 
 
 def _partition_values(memo: dict[str, Any], text: str | None) -> Any:

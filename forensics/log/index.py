@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from forensics.log.params import commit_info_columns, concat_columns
-from forensics.model import CommitRecord, Finding
+from forensics.model import CommitRecord, Finding, new_commit_record
 from forensics.runtime.gc_tuning import fewer_collections
 from forensics.runtime.halves import in_two
 
@@ -227,12 +227,13 @@ def records_of(frame: pl.DataFrame) -> list[CommitRecord]:
     cols = {name: frame[name].to_list() for name in _RECORD_FIELDS}
     for name, default in _JSON_FIELDS.items():
         cols[name] = _decoded_column(cols[name], default)
-    return [CommitRecord(*values) for values in zip(*(cols[name] for name in _RECORD_FIELDS))]
+    return list(map(new_commit_record, *(cols[name] for name in _RECORD_FIELDS)))
 
 
 def _decoded_column(texts: list[str | None], default: Any) -> list[Any]:
     """`_loads` of each text; a text seen before gets a copy of its first decoding when that is a
-    flat object or list (strings, numbers, booleans), so no two records share a value."""
+    flat object or list (strings, numbers, booleans) or a list of flat objects (partitionsTouched),
+    so no two records share a value."""
     repeated = {t for t, n in Counter(texts).items() if n > 1 and t is not None}  # most metrics texts are unique
     first: dict[str, Any] = {}
     out = []
@@ -240,17 +241,29 @@ def _decoded_column(texts: list[str | None], default: Any) -> list[Any]:
         hit = first.get(t) if t in repeated else None
         if hit is None:
             v = _decoded(t, default)
-            if t in repeated and _flat(v):
-                first[t] = v.copy()
+            if t in repeated and _copyable(v):
+                first[t] = _copy(v)
             out.append(v)
         else:
-            out.append(hit.copy())
+            out.append(_copy(hit))
     return out
 
 
 def _flat(v: Any) -> bool:
     items = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
     return items is not None and all(x is None or isinstance(x, (str, int, float, bool)) for x in items)
+
+
+def _copyable(v: Any) -> bool:
+    """A value `_copy` copies whole: flat, or a list of flat objects."""
+    return _flat(v) or (isinstance(v, list) and all(isinstance(x, dict) and _flat(x) for x in v))
+
+
+def _copy(v: Any) -> Any:
+    """A copy of a `_copyable` value that shares nothing mutable with it."""
+    if isinstance(v, list) and v and isinstance(v[0], dict):
+        return [x.copy() for x in v]
+    return v.copy()
 
 
 def record_from_row(row: dict[str, Any]) -> CommitRecord:

@@ -8,10 +8,10 @@ the tool, `forensics.runtime.children`). It is handed only what its windows need
 files in a private directory of the tool's cache that it maps rather than copies: the commits and file
 actions of its versions, every file lifetime that overlaps them, the metaData and protocol in
 force, and which commits are copies of others. Its verdicts come back as JSON (nothing is
-unpickled) without their window results' checks (two million of them at 1,000,000 commits: more to
-send and decode than to replay), which this process replays again for the window whose result a
-reader opens (explain, a view of one commit). Every field equals the in-process replay's
-(`tests/test_replay_second.py`). If the child fails or outlives its time in any way, this process
+unpickled) without their window results' checks (millions of them at 1,000,000 commits: more to
+send and decode than to replay). Neither process keeps the checks of its half: a window's result is
+replayed again when a reader opens it (explain, a view of one commit). Every field equals the
+in-process replay's (`tests/test_replay_second.py`). If the child fails or outlives its time in any way, this process
 replays that half itself, so the report never depends on the child.
 """
 
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.ipc as pa_ipc
 
 from forensics.log.delta_log import DeltaLog
-from forensics.replay.verdict import CommitVerdict, Window, first_needed, replay_commit, replay_windows
+from forensics.replay.verdict import CommitVerdict, Window, first_needed, has_result, rebuilt_result, replay_windows
 from forensics.rules.results import WindowResult
 from forensics.runtime.children import child_environment
 from forensics.runtime.gc_tuning import fewer_collections
@@ -76,7 +76,7 @@ def replay_in_two(log: DeltaLog, state: StateIndex, windows: list[Window], rules
     child.start()
     try:
         t0 = time.monotonic()
-        mine = replay_windows(log, state, windows[:h], rules, isolation_level)
+        mine = replay_windows(log, state, windows[:h], rules, isolation_level, keep_results=False)
         t1 = time.monotonic()
         theirs = child.verdicts(max(MIN_WAIT_S, 3 * (t1 - t0)))
         logger.info("replay in two processes: %d window(s) here in %.1f s, %d in the child, answered %.1f s later",
@@ -84,7 +84,7 @@ def replay_in_two(log: DeltaLog, state: StateIndex, windows: list[Window], rules
     finally:
         child.close()
     if theirs is None:
-        theirs = replay_windows(log, state, windows[h:], rules, isolation_level)
+        theirs = replay_windows(log, state, windows[h:], rules, isolation_level, keep_results=False)
     mine.update(theirs)
     return mine
 
@@ -151,7 +151,7 @@ class _Child:
                     out = {}
                     for line in f:
                         d = json.loads(line)
-                        out[d["version"]] = verdict_from_wire(d, partial(_rebuilt_result, d["version"], *self._rebuild))
+                        out[d["version"]] = verdict_from_wire(d, partial(rebuilt_result, d["version"], *self._rebuild))
                 if list(out) == self._versions:
                     return out
                 why = f"{len(out)} verdict(s) for {len(self._versions)} window(s)"
@@ -168,12 +168,6 @@ class _Child:
             self.proc.wait()
         self._thread.join()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _rebuilt_result(version: int, log: DeltaLog, state: StateIndex, rules: str | None,
-                    isolation_level: str | None) -> WindowResult | None:
-    """A window's result, replayed here again: the child's verdict came without it."""
-    return replay_commit(log, version, state, rules=rules, isolation_level=isolation_level).result
 
 
 def write_inputs(root: Path, log: DeltaLog, state: StateIndex, windows: list[Window], rules: str | None,
@@ -221,7 +215,7 @@ def replay_inputs(root: Path) -> list[CommitVerdict]:
     state = StateIndex.given(log, header["metaData"], header["protocol"], lifetimes)
     windows = [(v, rv) for v, rv in header["windows"]]
     with fewer_collections():
-        verdicts = replay_windows(log, state, windows, header["rules"], header["isolationLevel"])
+        verdicts = replay_windows(log, state, windows, header["rules"], header["isolationLevel"], keep_results=False)
     return [verdicts[v] for v, _ in windows]
 
 
@@ -261,7 +255,7 @@ def verdict_to_wire(v: CommitVerdict) -> dict[str, Any]:
     """Every field of the verdict by name but its window result, which only says whether there is one:
     two million checks at 1,000,000 commits cost more to send and decode than to replay."""
     d = {f.name: getattr(v, f.name) for f in fields(v) if f.name != "result"}
-    d["result"] = v.result is not None
+    d["result"] = has_result(v)
     return d
 
 
