@@ -466,16 +466,23 @@ def test_stops_when_idle(cache):
     assert _engine_pid(env) is None
 
 
-def test_an_engine_whose_directory_is_removed_stops(cache):
-    """The cache cleared under a running engine: no client can reach it now, so it stops at once,
-    not at its idle timeout (20 minutes by default)."""
+@pytest.mark.parametrize("how", ["directory removed", "token replaced"])
+def test_an_engine_no_client_can_reach_stops(cache, how):
+    """The cache cleared under a running engine, or its token file no longer its own (another
+    engine's): no client can reach it now, so it stops at once, not at its idle timeout (20
+    minutes by default)."""
     env = _env(cache)
     assert run(["engine", "start", "--no-warm"], env)[0] == 0
     pid = _engine_pid(env)
     assert pid is not None and _alive(pid)
     time.sleep(2)
     assert _alive(pid)  # the place intact: it serves on
-    shutil.rmtree(cache)
+    if how == "directory removed":
+        shutil.rmtree(cache)
+    else:
+        token = _place(cache) / "token"
+        token.write_text("f" * 64 + "\n")
+        os.chmod(token, 0o600)
     deadline = time.monotonic() + 30
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.2)

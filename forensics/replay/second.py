@@ -9,10 +9,10 @@ files in a private directory of the tool's cache that it maps rather than copies
 actions of its versions, every file lifetime that overlaps them, the metaData and protocol in
 force, and which commits are copies of others. Its verdicts come back as JSON (nothing is
 unpickled) without their window results' checks (millions of them at 1,000,000 commits: more to
-send and decode than to replay). Neither process keeps the checks of its half: a window's result is
-replayed again when a reader opens it (explain, a view of one commit). Every field equals the
-in-process replay's (`tests/test_replay_second.py`). If the child fails or outlives its time in any way, this process
-replays that half itself, so the report never depends on the child.
+send and decode than to replay). Neither process keeps the checks of its half: a window's result
+is replayed again when a reader opens it (explain, a view of one commit). Every field equals the
+in-process replay's (`tests/test_replay_second.py`). If the child fails or outlives its time in
+any way, this process replays that half itself, so the report never depends on the child.
 """
 
 from __future__ import annotations
