@@ -139,6 +139,24 @@ def _finish(part: Path, final: Path) -> None:
     final.with_suffix(".lock").unlink(missing_ok=True)
 
 
+def discard_failed_dump(java_path: str | None, java_version: str, jvm_options: str) -> None:
+    """Drop what a JVM of this process dumped after failing to start, and the lock it held.
+
+    A first start that asks Ivy for Delta's jars and cannot have them (no network, a proxy) exits
+    at once and, having been told to, dumps the few classes of that failure: made the archive,
+    they would be every later start's (half the classes a start loads read from jars again, +2 s
+    measured). The start retried without Delta then writes the archive instead. Only this
+    process's own lock is touched: another process's dump is its own."""
+    final, part, lock = _paths(archive_key(java_path, java_version, jvm_options))
+    try:
+        if lock.read_text().strip() != str(os.getpid()):
+            return
+        part.unlink(missing_ok=True)
+        lock.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
 def build(table: str | None = None, timeout_s: float = 180.0, *, engine: bool = False) -> ArchivePlan:
     """Write the archive now: a child process starts Spark (taking the "create" path), reads a
     small log and exits; then wait for its JVM to finish dumping. Returns what a later start does.

@@ -91,8 +91,23 @@ def driver_java_options(java: JavaInfo) -> str:
     """Our JVM flags plus the class-data archive's (forensics/runtime/jvm_archive.py)."""
     from forensics.runtime.jvm_archive import plan
 
-    opts = os.environ.get("DELTA_FORENSICS_JVM_OPTS", default_jvm_opts())
+    opts = _jvm_opts()
     return " ".join(o for o in ("-Dlog4j2.level=error", opts, plan(java.path, java.raw, opts).options) if o)
+
+
+def _jvm_opts() -> str:
+    return os.environ.get("DELTA_FORENSICS_JVM_OPTS", default_jvm_opts())
+
+
+def _after_failed_start(java: JavaInfo) -> None:
+    """A first start that failed and whose JVM has exited (Ivy could not resolve Delta's jars)
+    leaves no class-data archive behind: the retry's JVM writes the one later starts map."""
+    from pyspark import SparkContext
+
+    from forensics.runtime.jvm_archive import discard_failed_dump
+
+    if SparkContext._gateway is None:  # noqa: SLF001 - no JVM runs: the retry launches its own
+        discard_failed_dump(java.path, java.raw, _jvm_opts())
 
 
 def get_spark(master: str | None = None, remote: str | None = None, conf: dict[str, str] | None = None) -> Any:
@@ -173,6 +188,7 @@ def _start_local(master: str, java: JavaInfo, conf: dict[str, str]) -> Any:
             except Exception as e:  # noqa: BLE001 - Ivy could not resolve, or the jars do not load
                 delta_jvm.remember(delta, None, ok=False)
                 delta_jvm.say_once(str(delta.coordinate), f"{first_line(e)}; see {_spark_log_path()}")
+                _after_failed_start(java)
                 return build({})
             ok = delta_jvm.loaded(session)
             delta_jvm.remember(delta, session, ok)
