@@ -57,9 +57,14 @@ def archive_dir() -> Path:
     return Path(user_cache_dir("delta-forensics")) / "jvm"
 
 
+# Hashed into every key. 2: archives written before `discard_failed_dump` may hold only the
+# classes of a start that failed (Delta's jars not resolved); a new key makes each machine write one again.
+_FORMAT = "2"
+
+
 def archive_key(java_path: str | None, java_version: str, jvm_options: str) -> str:
     """Java binary and version, pyspark's jars (where and which) and our JVM options: any change, a new archive."""
-    h = hashlib.sha256()
+    h = hashlib.sha256(_FORMAT.encode() + b"\0")
     for part in (java_path or "", java_version, jvm_options, sys.version.split()[0]):
         h.update(part.encode("utf-8", "replace") + b"\0")
     try:
