@@ -273,3 +273,27 @@ def test_the_fingerprint_digest_is_the_hash_of_each_files_fingerprint_entry(tmp_
             rows = "\n".join("\t".join(map(str, (v, *_fingerprint_entry(f, s)))) for v, (f, s) in sorted(plan.items())
                              if upto is None or v <= upto)
             assert _fingerprint_digest(plan, upto) == hashlib.blake2b(rows.encode("utf-8", "surrogateescape"), digest_size=20).hexdigest()
+
+
+# HotSpot compiles no method of more bytecode than this (HugeMethodLimit, with the default
+# -XX:+DontCompileHugeMethods, which the warm engine's JVM keeps: forensics/runtime/java.py).
+HOTSPOT_HUGE_METHOD_BYTES = 8000
+
+
+@pytest.mark.parametrize("check_fffd", [True, False])
+def test_the_parses_generated_code_is_small_enough_for_the_jit(spark, sample_logs, check_fffd):
+    """Each Java method Spark generates for the commit parse stays under HotSpot's limit, or
+    the warm engine would run it interpreted (reader._rows). Asked of Spark itself: the
+    bytecode size of every whole-stage subtree of the plan a bundle read runs."""
+    import pyspark.sql.functions as F
+
+    from forensics.log.reader import _parsed
+
+    commit = sample_logs / "quickstart" / "table" / "_delta_log" / ("0" * 20 + ".json")
+    # the (version, line, text) columns a bundle read gives
+    lines = spark.read.text(str(commit)).select(F.lit(0).cast("long").alias("version"), F.lit(0).alias("line"),
+                                               F.col("value").alias("text"))
+    plan = _parsed(lines, check_fffd)._jdf.queryExecution().executedPlan()
+    subtrees = spark.sparkContext._jvm.org.apache.spark.sql.execution.debug.package.codegenStringSeq(plan)
+    sizes = [subtrees.apply(i)._3().maxMethodCodeSize() for i in range(subtrees.size())]
+    assert sizes and max(sizes) < HOTSPOT_HUGE_METHOD_BYTES, sizes

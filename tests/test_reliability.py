@@ -455,7 +455,8 @@ STATIC_SQL: dict[tuple[str, str], str] = {
     ("forensics/log/reader.py", "_unknown_sql"): "top-level keys that are no known action: literal names",
     ("forensics/log/reader.py", "_rows_sql"): "the per-line projection: literal field names and types",
     ("forensics/log/reader.py", "_OKIND_SQL_UTF8"): "_OKIND_SQL without its literal U+FFFD search",
-    ("forensics/log/reader.py", "_rows_sql_utf8"): "_rows_sql without its literal U+FFFD search",
+    ("forensics/log/reader.py", "_other_row_sql"): "a line's other action as a struct: literal field names and types",
+    ("forensics/log/reader.py", "_other_row_sql_utf8"): "_other_row_sql without its literal U+FFFD search",
     ("forensics/log/reader.py", "NONBLANK_SQL"): "whether a line is blank: one literal condition",
 }
 DANGEROUS_NAMES = {"eval", "exec", "compile", "__import__", "execfile"}

@@ -422,7 +422,13 @@ def _rows(parsed, check_fffd: bool = True):
 
     `ci` (typed commitInfo) and `okind` get their own projection, and `unknown_arr` one after
     it, so Spark evaluates each exactly once per line and the keys only of a line `okind` and
-    the file actions leave unexplained.
+    the file actions leave unexplained. The other action's row (`o`) is built in a projection of
+    its own too, before the generator: Spark generates one Java method per operator, and with
+    all four rows built in the generator's that method was ~10,700 bytes of bytecode, over
+    HotSpot's 8,000-byte limit for compiling a method at all, so the warm engine's JVM (no
+    -XX:-DontCompileHugeMethods there: forensics/runtime/java.py) ran it interpreted: a quarter of
+    the parse's JVM time (JFR). Split so, the largest is ~6,000 bytes (`tests/test_reader.py`
+    holds it under the limit) and a warm 20,000-commit parse took 1.56 s against 2.24 s (median).
     """
     import pyspark.sql.functions as F
 
@@ -437,23 +443,28 @@ def _rows(parsed, check_fffd: bool = True):
         (F.expr(_OKIND_SQL) if check_fffd else F.expr(_OKIND_SQL_UTF8)).alias("okind"),
     )
     with_other = with_kind.select("*", F.expr(_unknown_sql()).alias("unknown_arr"))
-    rows = F.expr(_rows_sql()) if check_fffd else F.expr(_rows_sql_utf8())
-    return with_other.select(rows).where(F.col("_t").isNotNull())
+    other = F.expr(_other_row_sql()) if check_fffd else F.expr(_other_row_sql_utf8())
+    return with_other.select("version", "line", "a", other.alias("o")).select(F.expr(_rows_sql())).where(F.col("_t").isNotNull())
+
+
+@lru_cache(maxsize=1)
+def _other_row_sql() -> str:
+    """The row of a line's non-file action as a struct of the combined columns (NULL when none)."""
+    return _other_sql(True)
+
+
+@lru_cache(maxsize=1)
+def _other_row_sql_utf8() -> str:
+    """`_other_row_sql` without the search for U+FFFD (a bundle that cannot hold it)."""
+    return _other_sql(False)
 
 
 @lru_cache(maxsize=1)
 def _rows_sql() -> str:
-    """One row per file action and other action of a line. `inline` of the plain array, then a
-    filter on the discriminator: a lambda `filter(...)` inside the generator has no code
+    """One row per file action and other action (`o`) of a line. `inline` of the plain array,
+    then a filter on the discriminator: a lambda `filter(...)` inside the generator has no code
     generation and made this step ~2x slower."""
-    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql(True)])
-    return f"inline(array({arr}))"
-
-
-@lru_cache(maxsize=1)
-def _rows_sql_utf8() -> str:
-    """`_rows_sql` without the search for U+FFFD (a bundle that cannot hold it)."""
-    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), _other_sql(False)])
+    arr = ", ".join([_file_action_sql("add"), _file_action_sql("remove"), _file_action_sql("cdc"), "o"])
     return f"inline(array({arr}))"
 
 
