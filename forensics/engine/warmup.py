@@ -4,9 +4,9 @@ A short-lived JVM is fastest with C1 alone (forensics/runtime/java.py JVM_OPTS);
 for minutes, so it runs the full tiered JIT (C2), which costs about twice the CPU on a cold JVM's
 first log read and about a third less on every read once the hot code is compiled (BENCHMARKS.md).
 The engine pays that first price here, on a synthetic log of its own, before a user's command
-arrives: it starts its Spark session and reads the log a few times (at least MIN_ROUNDS), until a round is
-no longer faster than the fastest before it; then the snapshot of a table whose state is one 100,000-file
-checkpoint, the same way: a large checkpoint's read and scratch write run loops a small one never
+arrives: it starts its Spark session and reads the log a few times (at least MIN_ROUNDS), until a
+round is no longer faster than the fastest before it; then the snapshot of a table whose state is
+one 100,000-file checkpoint, the same way: a large checkpoint's read and scratch write run loops a small one never
 makes hot (without it, a warm engine's first 1M-file snapshot took 9.8-10.9 s, the next ones
 6.5-7.8; after it, 7.8). A command that arrives meanwhile cancels the round in flight and is
 served at once; the warm-up does not resume.

@@ -422,13 +422,10 @@ def _rows(parsed, check_fffd: bool = True):
 
     `ci` (typed commitInfo) and `okind` get their own projection, and `unknown_arr` one after
     it, so Spark evaluates each exactly once per line and the keys only of a line `okind` and
-    the file actions leave unexplained. The other action's row (`o`) is built in a projection of
-    its own too, before the generator: Spark generates one Java method per operator, and with
-    all four rows built in the generator's that method was ~10,700 bytes of bytecode, over
-    HotSpot's 8,000-byte limit for compiling a method at all, so the warm engine's JVM (no
-    -XX:-DontCompileHugeMethods there: forensics/runtime/java.py) ran it interpreted: a quarter of
-    the parse's JVM time (JFR). Split so, the largest is ~6,000 bytes (`tests/test_reader.py`
-    holds it under the limit) and a warm 20,000-commit parse took 1.56 s against 2.24 s (median).
+    the file actions leave unexplained. The other action's row (`o`) is built before the
+    generator: Spark generates a Java method per operator, and all four rows built in the
+    generator's made one over HotSpot's 8,000-byte limit, which the warm engine's JVM then ran
+    interpreted (docs/performance.md, "The parse's generated methods"; tests/test_reader.py).
     """
     import pyspark.sql.functions as F
 

@@ -152,7 +152,7 @@ def discard_failed_dump(java_path: str | None, java_version: str, jvm_options: s
     they would be every later start's (half the classes a start loads read from jars again, +2 s
     measured). The start retried without Delta then writes the archive instead. Only this
     process's own lock is touched: another process's dump is its own."""
-    final, part, lock = _paths(archive_key(java_path, java_version, jvm_options))
+    _, part, lock = _paths(archive_key(java_path, java_version, jvm_options))
     try:
         if lock.read_text().strip() != str(os.getpid()):
             return
