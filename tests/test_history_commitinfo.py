@@ -15,11 +15,12 @@ import jsonschema
 import polars as pl
 import pytest
 from helpers import run_cli
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from forensics import Table, load_schema
 from forensics.log.history import map_series
+from forensics.log import params
 from forensics.log.params import COMMIT_INFO_KEYS, INT64_MAX, INT64_MIN, decode_metrics, metric_value
 
 needs_spark = pytest.mark.usefixtures("spark")  # the session's one JVM (local[2]); the property tests need none
@@ -326,6 +327,30 @@ def test_metric_text_is_kept_unless_it_is_a_json_number(s):
         assert json.loads(s) == got and not isinstance(got, bool)
         assert isinstance(got, int) and INT64_MIN <= got <= INT64_MAX or isinstance(got, float) and math.isfinite(got)
     json.dumps(got, allow_nan=False)  # always writable as strict JSON
+
+
+# Values that compare equal across types (True == 1 == 1.0, "1" == "1"): a loop that remembers what it
+# decoded must not hand one commit another's value.
+_RECURRING = st.sampled_from([True, 1, 1.0, "1", "01", "true", "[]", '["a"]', "0", 0, False, None, [1], {"x": "1"}])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.fixed_dictionaries({}, optional={
+    "operationParameters": st.dictionaries(st.sampled_from(["mode", "partitionBy"]), _RECURRING, max_size=2),
+    "operationMetrics": st.dictionaries(st.sampled_from(["numFiles", "numOutputRows"]), _RECURRING, max_size=2),
+}).map(json.dumps)), max_size=12), st.sampled_from([0, 1, 4096]))
+@example(['{"operationParameters": {"mode": true}}', '{"operationParameters": {"mode": 1}}'], 4096)
+@example(['{"operationMetrics": {"numFiles": 1.0}}', '{"operationMetrics": {"numFiles": true}}'], 4096)
+def test_the_commit_index_decode_is_each_commit_decoded_alone(raws, memo_entries):
+    """`commit_info_columns` remembers recurring parameters and metric strings: whatever recurs,
+    and however many it may remember, each commit's columns are those it has decoded alone."""
+    has = [r is not None for r in raws]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(params, "MEMO_ENTRIES", memo_entries)
+        together = params.commit_info_columns(raws, has)
+    for i, (raw, present) in enumerate(zip(raws, has)):
+        alone = params.commit_info_columns([raw], [present])
+        assert {k: v[i] for k, v in together.items()} == {k: v[0] for k, v in alone.items()}, raw
 
 
 @settings(max_examples=200, deadline=None)

@@ -89,11 +89,45 @@ def metric_value(value: Any) -> Any:
     return finite_json(value)
 
 
-def decode_metrics(metrics: Any) -> dict[str, Any] | None:
-    """commitInfo.operationMetrics with numbers as numbers (`metric_value`); None unless an object."""
+def decode_metrics(metrics: Any, seen: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """commitInfo.operationMetrics with numbers as numbers (`metric_value`); None unless an object.
+    `seen`: the metric strings a loop has read so far (`commit_info_columns`; "0" and "1" recur)."""
     if not isinstance(metrics, dict):
         return None
-    return {k: metric_value(v) for k, v in metrics.items()}  # JSON object keys are strings
+    if seen is None:
+        return {k: metric_value(v) for k, v in metrics.items()}  # JSON object keys are strings
+    out = {}
+    for k, v in metrics.items():
+        if type(v) is str:  # strings only: a key of True would find the entry of 1
+            n = seen.get(v, _UNSEEN)
+            if n is _UNSEEN:
+                n = metric_value(v)
+                if len(seen) < MEMO_ENTRIES:
+                    seen[v] = n
+            out[k] = n
+        else:
+            out[k] = metric_value(v)
+    return out
+
+
+def parameters_text(params: Any, seen: dict[tuple[tuple[str, str], ...], str]) -> str:
+    """`decode_parameters(params)` as JSON text, each distinct set of string parameters decoded
+    once per loop (`seen`): an append's `mode` and `partitionBy` recur in most commits of a log."""
+    if type(params) is not dict or not all(type(v) is str for v in params.values()):
+        return json.dumps(decode_parameters(params))  # strings only: a key holding True would find the entry of 1
+    key = tuple(params.items())
+    text = seen.get(key)
+    if text is None:
+        text = json.dumps(decode_parameters(params))
+        if len(seen) < MEMO_ENTRIES:
+            seen[key] = text
+    return text
+
+
+# Distinct parameter sets and metric strings a loop remembers; past it each is decoded afresh
+# (a streaming query's epochId never repeats: a lookup more per commit, no memory).
+MEMO_ENTRIES = 4096
+_UNSEEN = object()
 
 
 def other_commit_info(ci: dict[str, Any]) -> dict[str, Any]:
@@ -124,13 +158,18 @@ def concat_columns(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> dict[str
 
 def commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> dict[str, list[Any]]:
     """The commit index's columns read from each commitInfo's JSON text (the typed ones come from
-    Spark). Plain Python over plain lists: a long log's second half runs in another process."""
+    Spark). Plain Python over plain lists: a long log's second half runs in another process.
+
+    Parameter sets and metric strings that recur are decoded once (`parameters_text`,
+    `decode_metrics`)."""
     names = ("operation_parameters", "user_id", "user_name", "job", "notebook", "cluster_id", "operation_metrics",
              "user_metadata", "tags", "client_version", "other_commit_info")
     cols: dict[str, list[Any]] = {n: [] for n in names}
     appends = [cols[n].append for n in names]
     dumps = json.dumps
     plain_keys = COMMIT_INFO_KEYS
+    params_seen: dict[tuple[tuple[str, str], ...], str] = {}
+    metric_seen: dict[str, Any] = {}
     for raw, present in zip(raws, has_ci):
         ci = parse_commit_info(raw)
         get = ci.get
@@ -142,15 +181,17 @@ def commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> di
             other: str | None = dumps(other_commit_info(ci))
         else:
             other = "{}" if present else None
+        params_text = parameters_text(params, params_seen) if params else "{}"
+        metrics_text = dumps(decode_metrics(metrics, metric_seen)) if isinstance(metrics, dict) else None
         job, notebook = get("job"), get("notebook")
         values = (
-            dumps(decode_parameters(params), sort_keys=False) if params else "{}",
+            params_text,
             _str(get("userId")),
             _str(get("userName")),
             None if job is None else dumps(job),
             None if notebook is None else dumps(notebook),
             _str(get("clusterId")),
-            None if not isinstance(metrics, dict) else dumps(decode_metrics(metrics)),
+            metrics_text,
             _str(get("userMetadata")),
             dumps(finite_json(tags)) if isinstance(tags, dict) else None,
             _str(get("clientVersion")),
