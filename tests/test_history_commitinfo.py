@@ -19,8 +19,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from forensics import Table, load_schema
-from forensics.log.history import map_series
 from forensics.log import params
+from forensics.log.history import map_series
 from forensics.log.params import COMMIT_INFO_KEYS, INT64_MAX, INT64_MIN, decode_metrics, metric_value
 
 needs_spark = pytest.mark.usefixtures("spark")  # the session's one JVM (local[2]); the property tests need none

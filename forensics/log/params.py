@@ -96,7 +96,7 @@ def decode_metrics(metrics: Any, seen: dict[str, Any] | None = None) -> dict[str
         return None
     if seen is None:
         return {k: metric_value(v) for k, v in metrics.items()}  # JSON object keys are strings
-    out = {}
+    out: dict[str, Any] = {}
     for k, v in metrics.items():
         if type(v) is str:  # strings only: a key of True would find the entry of 1
             n = seen.get(v, _UNSEEN)
