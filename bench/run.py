@@ -194,26 +194,29 @@ def py(code: str, *args: str) -> list[str]:
 def beside_peer(n: int, name: str, before: "Callable[[int], list[str]]", peer: list[str], env: dict[str, str],
                 results: dict, also: tuple[int, ...] = ()) -> None:
     """n pairs: the peer's command, then ours (`before(i)`), each pair on the same table within
-    seconds; the ratio is the median of the pairs' ratios. A peer figure from the start of the run
+    seconds; the ratio is the median of the pairs' ratios (None when a peer run failed: the goal
+    then falls back to the run's first peer figure). A peer figure from the start of the run
     was of the table with its tail and `_last_checkpoint` hidden (`hide_tail`), 0.4-0.5 s slower for
     delta-rs than the whole table the engine's looks read (BENCHMARKS.md, session 30)."""
-    ours, theirs, ratios = [], [], []
+    ours, theirs = [], []
     for i in range(n):
         measure(f"{name}: peer#{i + 1}", peer, env, results, check_json=False)
         measure(f"{name}#{i + 1}", before(i), env, results, also=also)
-        p, o = results.pop(f"{name}: peer#{i + 1}"), results.pop(f"{name}#{i + 1}")
-        theirs.append(p)
-        ours.append(o)
-        if p["ok"] and o["ok"]:
-            ratios.append(o["seconds"] / p["seconds"])
+        theirs.append(results.pop(f"{name}: peer#{i + 1}"))
+        ours.append(results.pop(f"{name}#{i + 1}"))
+    paired = all(p["ok"] and o["ok"] for p, o in zip(theirs, ours))
     results[name] = {
-        "seconds": statistics.median(r["seconds"] for r in ours),
-        "runs": [r["seconds"] for r in ours],
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in ours),
-        "ok": all(r["ok"] for r in ours) and all(r["ok"] for r in theirs),
+        **_summary(ours),
         "peer_seconds": [r["seconds"] for r in theirs],
-        "paired_ratio": round(statistics.median(ratios), 2) if ratios else None,
+        "paired_ratio": round(statistics.median(o["seconds"] / p["seconds"] for p, o in zip(theirs, ours)), 2) if paired else None,
     }
+
+
+def _summary(runs: list[dict]) -> dict:
+    """One figure of several runs: the median seconds, every run's, the highest peak, all ok."""
+    secs = [r["seconds"] for r in runs]
+    return {"seconds": statistics.median(secs), "runs": secs,
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs), "ok": all(r["ok"] for r in runs)}
 
 
 def median_of(n: int, name: str, cmd: list[str], env: dict[str, str], results: dict,
@@ -223,13 +226,7 @@ def median_of(n: int, name: str, cmd: list[str], env: dict[str, str], results: d
     for i in range(n):
         measure(f"{name}#{i + 1}", before(i) if before else cmd, env, results, also=also, check_json=check_json)
         runs.append(results.pop(f"{name}#{i + 1}"))
-    secs = [r["seconds"] for r in runs]
-    results[name] = {
-        "seconds": statistics.median(secs),
-        "runs": secs,
-        "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
-        "ok": all(r["ok"] for r in runs),
-    }
+    results[name] = _summary(runs)
 
 
 def main(argv: list[str] | None = None) -> int:
