@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 MAX_PARAM_CHARS = 1 << 20
 
@@ -89,45 +89,53 @@ def metric_value(value: Any) -> Any:
     return finite_json(value)
 
 
-def decode_metrics(metrics: Any, seen: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def decode_metrics(metrics: Any, seen: "Remembered[str, Any] | None" = None) -> dict[str, Any] | None:
     """commitInfo.operationMetrics with numbers as numbers (`metric_value`); None unless an object.
-    `seen`: the metric strings a loop has read so far (`commit_info_columns`; "0" and "1" recur)."""
+    `seen`: `Remembered(metric_value)`, shared by a loop (`commit_info_columns`; "0" and "1" recur)."""
     if not isinstance(metrics, dict):
         return None
     if seen is None:
         return {k: metric_value(v) for k, v in metrics.items()}  # JSON object keys are strings
-    out: dict[str, Any] = {}
-    for k, v in metrics.items():
-        if type(v) is str:  # strings only: a key of True would find the entry of 1
-            n = seen.get(v, _UNSEEN)
-            if n is _UNSEEN:
-                n = metric_value(v)
-                if len(seen) < MEMO_ENTRIES:
-                    seen[v] = n
-            out[k] = n
-        else:
-            out[k] = metric_value(v)
-    return out
+    # Strings only go through `seen`: a key of True would find the entry of 1.
+    return {k: seen[v] if type(v) is str else metric_value(v) for k, v in metrics.items()}
 
 
-def parameters_text(params: Any, seen: dict[tuple[tuple[str, str], ...], str]) -> str:
+def parameters_text(params: Any, seen: "Remembered[tuple[tuple[str, str], ...], str]") -> str:
     """`decode_parameters(params)` as JSON text, each distinct set of string parameters decoded
-    once per loop (`seen`): an append's `mode` and `partitionBy` recur in most commits of a log."""
+    once per loop (`seen`: `Remembered(parameters_json)`): an append's `mode` and `partitionBy`
+    recur in most commits of a log."""
     if type(params) is not dict or not all(type(v) is str for v in params.values()):
         return json.dumps(decode_parameters(params))  # strings only: a key holding True would find the entry of 1
-    key = tuple(params.items())
-    text = seen.get(key)
-    if text is None:
-        text = json.dumps(decode_parameters(params))
-        if len(seen) < MEMO_ENTRIES:
-            seen[key] = text
-    return text
+    return seen[tuple(params.items())]
+
+
+def parameters_json(items: tuple[tuple[str, str], ...]) -> str:
+    """The JSON text of string parameters given as their (key, value) pairs."""
+    return json.dumps(decode_parameters(dict(items)))
 
 
 # Distinct parameter sets and metric strings a loop remembers; past it each is decoded afresh
 # (a streaming query's epochId never repeats: a lookup more per commit, no memory).
 MEMO_ENTRIES = 4096
-_UNSEEN = object()
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Remembered(dict[K, V]):
+    """`compute(key)` for `self[key]`, remembered for the first MEMO_ENTRIES keys asked: a hit is
+    a plain dict lookup, only a miss runs Python (`__missing__`)."""
+
+    def __init__(self, compute: Callable[[K], V]) -> None:
+        super().__init__()
+        self.compute = compute
+        self.room = MEMO_ENTRIES  # read now: a test may set the module's figure
+
+    def __missing__(self, key: K) -> V:
+        value = self.compute(key)
+        if len(self) < self.room:
+            self[key] = value
+        return value
 
 
 def other_commit_info(ci: dict[str, Any]) -> dict[str, Any]:
@@ -168,8 +176,8 @@ def commit_info_columns(raws: list[str | None], has_ci: list[bool | None]) -> di
     appends = [cols[n].append for n in names]
     dumps = json.dumps
     plain_keys = COMMIT_INFO_KEYS
-    params_seen: dict[tuple[tuple[str, str], ...], str] = {}
-    metric_seen: dict[str, Any] = {}
+    params_seen: Remembered[tuple[tuple[str, str], ...], str] = Remembered(parameters_json)
+    metric_seen: Remembered[str, Any] = Remembered(metric_value)
     for raw, present in zip(raws, has_ci):
         ci = parse_commit_info(raw)
         get = ci.get
