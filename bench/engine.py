@@ -79,6 +79,23 @@ def wait_for_warm_engine(env: dict[str, str], cwd: Path, limit_s: float = 600) -
     return {**jit, "ready_after_seconds": round(time.monotonic() - start, 1)}
 
 
+def after_answer_count(env: dict[str, str], cwd: Path) -> int:
+    """How many tasks the engine has finished after their commands' answers (cache writes)."""
+    return int(engine_info(env, cwd).get("afterAnswer") or 0)
+
+
+def wait_for_settled_engine(env: dict[str, str], cwd: Path, before: int, limit_s: float = 120, read_s: float = 1.0) -> float:
+    """Wait until the engine has finished the work the last command left until after its answer
+    (its cache write: forensics/runtime/after_answer.py; `before`: the count before that command),
+    then `read_s` more (the collection it runs after that), as when a user has read the answer;
+    the seconds waited."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s and after_answer_count(env, cwd) <= before:
+        time.sleep(0.1)
+    time.sleep(read_s)
+    return round(time.monotonic() - start, 2)
+
+
 def copy_table(work: Path, name: str) -> Path:
     dst = work / name
     shutil.copytree(TABLE, dst)

@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from engine import wait_for_warm_engine  # noqa: E402
+from engine import after_answer_count, wait_for_settled_engine, wait_for_warm_engine  # noqa: E402
 from proctree import Run, pids_running, run  # noqa: E402
 
 PY = sys.executable
@@ -330,12 +330,20 @@ def main(argv: list[str] | None = None) -> int:
         res["inputs"]["engine_jit_warmup"] = wait_for_warm_engine(eng, work)  # "warm": up, and idle long enough to have warmed its JIT
         engines = tuple(pids_running(f"{cache}/engine/"))  # its --dir
         beside_peer(5, ENGINE_WARM, fresh_copy, drs_history, eng, m, also=engines)
-        # The +100 refresh through the engine: a copy it has cached without its tail, then the tail back.
-        inc_table = Path(fresh_copy(100)[-3])
-        inc_side = hide_tail(inc_table, a.commits)
-        run(CLI + ["history", str(inc_table), "--json", "-q"], env=eng, timeout=900)
-        restore_tail(inc_table, inc_side)
-        measure(ENGINE_INC, CLI + ["history", str(inc_table), "--json", "-q"], eng, m, also=engines)
+        # The +100 refresh through the engine, three times: a copy it has cached without its tail
+        # (the cache written and the engine idle again, as when a user has read that answer), then
+        # the tail back. The refresh is measured, not the end of the look before it.
+        incs = []
+        for i in range(3):
+            inc_table = Path(fresh_copy(100 + i)[-3])
+            inc_side = hide_tail(inc_table, a.commits)
+            settled = after_answer_count(eng, work)
+            run(CLI + ["history", str(inc_table), "--json", "-q"], env=eng, timeout=900)
+            wait_for_settled_engine(eng, work, settled)
+            restore_tail(inc_table, inc_side)
+            measure(f"{ENGINE_INC}#{i + 1}", CLI + ["history", str(inc_table), "--json", "-q"], eng, m, also=engines)
+            incs.append(m.pop(f"{ENGINE_INC}#{i + 1}"))
+        m[ENGINE_INC] = _summary(incs)
         median_of(3, ENGINE_CACHED, CLI + ["history", str(inc_table), "--json", "-q"], eng, m, also=engines)
         # --no-cache: each of the three reads the checkpoint anew (the first big one this engine reads:
         # its warm-up read a 100,000-file checkpoint of its own, forensics/engine/warmup.py)
