@@ -333,17 +333,19 @@ def main(argv: list[str] | None = None) -> int:
         # The +100 refresh through the engine, three times: a copy it has cached without its tail
         # (the cache written and the engine idle again, as when a user has read that answer), then
         # the tail back. The refresh is measured, not the end of the look before it.
-        incs = []
-        for i in range(3):
-            inc_table = Path(fresh_copy(100 + i)[-3])
-            inc_side = hide_tail(inc_table, a.commits)
+        inc: dict[str, Path] = {}
+
+        def refresh_after_look(i: int) -> list[str]:
+            inc["table"] = Path(fresh_copy(100 + i)[-3])
+            side = hide_tail(inc["table"], a.commits)
             settled = after_answer_count(eng, work)
-            run(CLI + ["history", str(inc_table), "--json", "-q"], env=eng, timeout=900)
+            run(CLI + ["history", str(inc["table"]), "--json", "-q"], env=eng, timeout=900)
             wait_for_settled_engine(eng, work, settled)
-            restore_tail(inc_table, inc_side)
-            measure(f"{ENGINE_INC}#{i + 1}", CLI + ["history", str(inc_table), "--json", "-q"], eng, m, also=engines)
-            incs.append(m.pop(f"{ENGINE_INC}#{i + 1}"))
-        m[ENGINE_INC] = _summary(incs)
+            restore_tail(inc["table"], side)
+            return CLI + ["history", str(inc["table"]), "--json", "-q"]
+
+        median_of(3, ENGINE_INC, [], eng, m, before=refresh_after_look, also=engines)
+        inc_table = inc["table"]
         median_of(3, ENGINE_CACHED, CLI + ["history", str(inc_table), "--json", "-q"], eng, m, also=engines)
         # --no-cache: each of the three reads the checkpoint anew (the first big one this engine reads:
         # its warm-up read a 100,000-file checkpoint of its own, forensics/engine/warmup.py)

@@ -118,13 +118,18 @@ def held(gate: threading.Event, *, parse: bool):
     return factory
 
 
+def no_jvm():
+    """The Spark factory of an opening over the cache: it must never be called."""
+    raise AssertionError("no JVM")
+
+
 async def launch(table: str, kind: str, size: tuple[int, int]) -> dict:
     """One opening in this (fresh) process: monotonic clock readings of its first frames, for
     the parent that spawned it to subtract its spawn time from (one clock for every process)."""
     from tui.app import ForensicsApp
 
     gate = threading.Event()
-    factory = held(gate, parse=False) if kind == "uncached" else (lambda: (_ for _ in ()).throw(AssertionError("no JVM")))
+    factory = held(gate, parse=False) if kind == "uncached" else no_jvm
     app = ForensicsApp(table, utc=True, replay=False, spark_factory=factory)
     frames = frame_clock(app)
     t0 = time.perf_counter()
@@ -189,7 +194,7 @@ async def measure(n: int, presses: int, size: tuple[int, int]) -> dict:
     out["launch_to_listed_times_s"] = statistics.median(listed)
     out["launch_to_cached_parsed_rows_s"] = statistics.median(parsed_c)
 
-    app = ForensicsApp(str(table), utc=True, replay=False, spark_factory=lambda: (_ for _ in ()).throw(AssertionError("no JVM")))
+    app = ForensicsApp(str(table), utc=True, replay=False, spark_factory=no_jvm)
     frames = frame_clock(app)
     t0 = time.perf_counter()
     async with app.run_test(size=size) as pilot:
