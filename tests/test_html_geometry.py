@@ -10,6 +10,8 @@ label overlaps another. Skips only when no Chromium binary exists.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -47,7 +49,7 @@ class DevTools:
             [exe, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
              "--hide-scrollbars", "--proxy-server=127.0.0.1:9", "--remote-debugging-port=0", f"--user-data-dir={profile}",
              f"--window-size={WIDTH},{HEIGHT}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         port_file = profile / "DevToolsActivePort"
         deadline = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -87,12 +89,25 @@ class DevTools:
         return json.loads(r["result"]["value"])
 
     def close(self) -> None:
+        """Stop Chromium and its helpers (its own process group): a helper still writing into the
+        profile made the profile's removal fail ("Directory not empty")."""
         self.ws.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                continue
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
