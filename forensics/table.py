@@ -178,15 +178,21 @@ class Table:
 
     @classmethod
     def from_cache(cls, uri: str | Path, *, rules: str | None = None,
-                   writer_conf: Mapping[str, str] | None = None) -> "Table | None":
+                   writer_conf: Mapping[str, str] | None = None,
+                   listed: Callable[[list[tuple[int, int]]], None] | None = None) -> "Table | None":
         """The table as cached, without starting a JVM; None when the cache is missing or behind (a
-        remote table is always looked at afresh: only the store knows whether it changed)."""
-        from forensics.log.delta_log import DeltaLog
+        remote table is always looked at afresh: only the store knows whether it changed).
+        `listed`, when something is cached, is handed what `listed_commits` gives as soon as the
+        log is listed, before the cache is judged (the TUI paints it meanwhile)."""
+        from forensics.log.cache import published
+        from forensics.log.listing import normalize_location
         from forensics.storage import parse_location
 
-        if parse_location(str(uri)).kind != "local":
-            return None
-        log = DeltaLog.open_cached(str(uri))
+        if parse_location(str(uri)).kind != "local" or published(normalize_location(str(uri))) is None:
+            return None  # decided before the reader's import (polars and its kin, ~0.3 s)
+        from forensics.log.delta_log import DeltaLog
+
+        log = DeltaLog.open_cached(str(uri), listed=listed)
         return None if log is None else cls(uri, rules=rules, writer_conf=writer_conf, _log=log)
 
     def _reads_from_store(self) -> bool:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from forensics.log.listing import commit_version, commit_versions_local
 
 _versions = st.integers(min_value=0, max_value=10**6)
+_OTHER_DIGITS = {ord("0") + i: chr(0x0660 + i) for i in range(10)}  # ARABIC-INDIC DIGIT ZERO..NINE
 _commit = _versions.map(lambda v: f"{v:020d}.json")
 _near = st.one_of(
     _versions.map(lambda v: f"{v:020d}.json.tmp"),
@@ -23,6 +24,7 @@ _near = st.one_of(
     _versions.map(lambda v: f"{v:019d}.json"),  # 19 digits
     _versions.map(lambda v: f"{v:021d}.json"),  # 21 digits
     _versions.map(lambda v: f"x{v:020d}.json"),
+    _versions.map(lambda v: f"{v:020d}".translate(_OTHER_DIGITS) + ".json"),  # digits, but not ASCII ones
     _versions.map(lambda v: f"{v:020d}.jsonx"),
     _versions.map(lambda v: f"a\n{v:020d}.json"),  # a newline before a commit's name
     _versions.map(lambda v: f"{v:020d}.json\nb"),  # and after it
@@ -62,3 +64,22 @@ def test_the_names_alone_give_every_commit_and_nothing_else(commits, others):
         assert all(isinstance(t, int) for _, t in timed)
     finally:
         shutil.rmtree(root)
+
+
+def test_only_ascii_digits_name_a_commit(tmp_path):
+    """Delta matches commit and checkpoint names with Java's `\\d`, ASCII digits only; other
+    scripts' digits (which Python's `\\d` and `int` accept) name no version: a stray file."""
+    from forensics.log.listing import list_log
+
+    arabic = "0".translate(_OTHER_DIGITS) * 19 + "1".translate(_OTHER_DIGITS)
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / "00000000000000000000.json").write_text("{}")
+    for name in (f"{arabic}.json", f"{arabic}.checkpoint.parquet", f"{arabic}.crc"):
+        (log / name).write_text("{}")
+        assert commit_version(name) is None
+    listing = list_log(str(tmp_path))
+    assert listing.versions == [0] and not listing.checkpoints and not listing.crc
+    assert sorted(f.file for f in listing.findings if f.code == "stray.unknown") == sorted(
+        f"_delta_log/{arabic}{ext}" for ext in (".json", ".checkpoint.parquet", ".crc"))
+    assert commit_versions_local(str(tmp_path), times=False) == [(0, None)]

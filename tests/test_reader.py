@@ -205,6 +205,29 @@ def test_cache_reused_without_jvm_and_incremental(tmp_path, sample_logs, spark):
     assert fresh.commits.sort("version").equals(inc.commits.sort("version"))
 
 
+def test_from_cache_hands_its_listing_over_before_it_judges_the_cache(tmp_path, sample_logs, spark):
+    """The TUI paints the commits' times from the listing that judges the cache (one listing, not
+    two): `listed` gets `list_log`'s commits at their times whether the cache is current or behind,
+    and is never called when nothing is cached (then nothing is listed at all)."""
+    from forensics import Table
+    from forensics.log.listing import list_log
+
+    t = _copy(sample_logs / "quickstart" / "table", tmp_path / "t")
+    got: list = []
+    assert Table.from_cache(t, listed=got.append) is None and got == []
+    DeltaLog.open(str(t), spark_factory=lambda: spark)
+    current = Table.from_cache(t, listed=got.append)
+    assert current is not None and current.read_from_cache
+    assert got == [list_log(str(t)).commit_times()] == [Table.listed_commits(t)]
+    assert [v for v, _ in got[0]] == current.versions
+    last = current.versions[-1]
+    (t / "_delta_log" / f"{last + 1:020d}.json").write_text(
+        json.dumps({"commitInfo": {"timestamp": 1, "operation": "SET TBLPROPERTIES", "operationParameters": {}, "readVersion": last}}) + "\n")
+    got.clear()
+    assert Table.from_cache(t, listed=got.append) is None  # behind: the caller reads the new commit
+    assert len(got) == 1 and got[0][-1][0] == last + 1 and got[0] == Table.listed_commits(t)
+
+
 def test_cache_survives_log_cleanup_but_not_a_rewritten_commit(tmp_path, sample_logs, spark):
     """The cache's meta keeps a digest of the files it was built from; when the log's differs, the
     whole fingerprint decides: commits cleaned up since (log retention) leave it usable, a commit

@@ -157,6 +157,29 @@ async def test_opens_from_cache_before_any_jvm(cached, repo_root):
         assert vl.row_text(0).split()[0] == "0"
 
 
+async def test_a_cached_open_lists_the_log_once_and_paints_its_times_first(cached, repo_root, monkeypatch):
+    """Names, then the times from the listing that judges the cache (no timed listing of its own:
+    at 100k commits that was 0.4 s more before the cached rows), then the cached rows."""
+    import forensics.log.listing as listing_mod
+
+    calls: list[str] = []
+    real_list_log, real_listed = listing_mod.list_log, Table.listed_commits
+    monkeypatch.setattr(listing_mod, "list_log", lambda *a, **k: calls.append("list_log") or real_list_log(*a, **k))
+    monkeypatch.setattr(Table, "listed_commits",
+                        staticmethod(lambda uri, *, times=True: calls.append(f"listed times={times}") or real_listed(uri, times=times)))
+    shown: list = []
+    real_show = VersionList.show_listing
+    monkeypatch.setattr(VersionList, "show_listing", lambda self, rows: shown.append(list(rows.timestamp)) or real_show(self, rows))
+    app = app_for("busy")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert calls == ["listed times=False", "list_log"]
+        log_dir = repo_root / table("busy") / "_delta_log"
+        times = [int(f.stat().st_mtime * 1000) for f in sorted(log_dir.glob("[0-9]*.json"))]
+        assert shown == [[None] * len(times), times]
+        assert header(app).load_state == "from cache" and not versions(app).rows.provisional
+
+
 @pytest.fixture
 def evil_table(tmp_path):
     """A real delta-rs table whose commitInfo carries markup and terminal escapes."""

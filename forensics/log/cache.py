@@ -17,12 +17,14 @@ import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Callable
 
 from forensics.runtime import after_answer
 from forensics.runtime.logs import logger
+from forensics.runtime.paths import table_cache_dir
+
+if TYPE_CHECKING:  # polars only where a generation is read: whether one is published is asked before it is needed
+    import polars as pl
 
 CACHE_FORMAT = 8  # 5: fewer commitInfo columns; 6: generations behind an atomic pointer; 7: the whole commitInfo (typed metrics, clientVersion, other keys); 8: the files' fingerprint beside meta.json, a digest of it inside
 # The log files a generation was built from (name, size, mtime, source per version) are written
@@ -44,6 +46,13 @@ def current_dir(cache_dir: Path) -> Path | None:
         return None
     gen = cache_dir / name
     return gen if name.startswith("gen-") and "/" not in name and gen.is_dir() else None
+
+
+def published(table_uri: str) -> Path | None:
+    """The cache directory of the table at `table_uri` when a generation is published there, else
+    None: asked before anything is read (the TUI lists the commits' times itself when it is None)."""
+    cache_dir = table_cache_dir(table_uri)
+    return cache_dir if current_dir(cache_dir) is not None else None
 
 
 def read_meta(cache_dir: Path) -> dict[str, Any] | None:
@@ -77,6 +86,8 @@ def load(cache_dir: Path, table_uri: str, fallback: Callable[[list[int]], pl.Dat
     meta = read_meta(cache_dir)
     if meta is None or meta.get("location") != table_uri:
         return None
+    import polars as pl
+
     gen = Path(meta["_gen"])
     try:
         commits = pl.read_parquet(gen / "commits.parquet")

@@ -106,8 +106,9 @@ class DeltaLog:
             spark_factory = spark_factory or _default_spark
             say = progress or (lambda _msg: None)
             local = session_is_local if session_is_local is not None else spark_factory is _default_spark and master_is_local()
-            listing, spark, ahead, planned = _list_while_starting(location, spark_factory, use_cache, as_uri, spark_starting,
-                                                                  known, ahead=local)
+            loading = _cache_loading(location, as_uri) if use_cache else None
+            listing, spark, ahead, planned = _list_while_starting(location, spark_factory, loading is not None, as_uri,
+                                                                  spark_starting, known, ahead=local)
             if ahead is not None:
                 stack.callback(ahead.discard)  # unless the read took it (a session that is not local reads no bundle)
             if spark_root is not None:
@@ -121,7 +122,7 @@ class DeltaLog:
                 # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
                 newest = _cached_max(cache_dir)  # once: read per version it re-read the cache's meta 20,000 times (minutes)
                 early = start_spark([f for v, (f, _) in plan.items() if v > newest], plan, spark_factory)
-            cached = _load_cache(cache_dir, listing.table_uri) if use_cache else None
+            cached = loading.result() if loading is not None else None
             covered = cached is not None and _cache_covers(cached, plan)  # while the JVM starts
             if early is not None:
                 spark = early.result()
@@ -169,20 +170,25 @@ class DeltaLog:
             return log
 
     @classmethod
-    def open_cached(cls, location: str, as_uri: str | None = None) -> "DeltaLog | None":
-        """The table from the cache only (lists `_delta_log`, never starts a JVM).
+    def open_cached(cls, location: str, as_uri: str | None = None,
+                    listed: Callable[[list[tuple[int, int]]], None] | None = None) -> "DeltaLog | None":
+        """The table from the cache only (lists `_delta_log`, never starts a JVM); `listed` is
+        handed the listing's `commit_times()` as soon as it is taken, before the cache is judged.
 
         None when there is no cache or it is stale (a commit appeared, changed or is
         newer than the cached maximum): the caller then falls back to `open`.
         """
-        if C.current_dir(table_cache_dir(as_uri or L.normalize_location(location))) is None:
+        loading = _cache_loading(location, as_uri)
+        if loading is None:
             return None  # nothing cached: no listing (a second at 100k commits) before the caller's own
         listing = _as(L.list_log(location), as_uri)
+        if listed is not None:
+            listed(listing.commit_times())
         plan = _plan_files(listing)
         if not plan:
             return None
         cache_dir = table_cache_dir(listing.table_uri)
-        cached = _load_cache(cache_dir, listing.table_uri)
+        cached = loading.result()
         if cached is None or not _cache_covers(cached, plan):
             return None
         commits, actions, others, meta = cached
@@ -374,11 +380,11 @@ def _as(listing: L.LogListing, as_uri: str | None) -> L.LogListing:
     return listing
 
 
-def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: bool, as_uri: str | None = None,
+def _list_while_starting(location: str, spark_factory: SparkFactory, cached: bool, as_uri: str | None = None,
                          starting: "Future[Any] | None" = None, known: "L.Known | None" = None, ahead: bool = False
                          ) -> tuple[L.LogListing, Any, "WriteAhead | None", "_Planned | None"]:
-    """List `_delta_log`, then start the JVM when Spark will surely be needed (no cache to
-    consult, a local log directory) and the caller has not already begun (`starting`). The
+    """List `_delta_log`, then start the JVM when Spark will surely be needed (nothing `cached`
+    to consult, a local log directory) and the caller has not already begun (`starting`). The
     listing comes first so the JVM's heap can be sized from the files it will parse
     (forensics/log/sizes.py): a local listing of 20,000 commits takes tens of milliseconds, a JVM
     that dies of a too-small heap the whole run. While the JVM starts, a thread writes the bundle
@@ -388,7 +394,6 @@ def _list_while_starting(location: str, spark_factory: SparkFactory, use_cache: 
     """
     table_uri = L.normalize_location(location)
     local_log = L.is_local(table_uri) and os.path.isdir(os.path.join(table_uri, "_delta_log"))
-    cached = use_cache and C.current_dir(table_cache_dir(as_uri or table_uri)) is not None
     listing = _as(L.list_log(location, known), as_uri)
     if starting is not None or not local_log or cached:
         return listing, None, None, None
@@ -407,10 +412,24 @@ def start_spark(files: list[L.LogFile], plan: dict[int, tuple[L.LogFile, str]], 
     """Start Spark on a thread while the caller goes on (loading the cache, fetching the files),
     its heap first sized for `files` (forensics/log/sizes.py): a JVM cannot grow once it runs."""
     _reserve_heap(files, _source_versions(files, plan))
+    return _on_thread(spark_factory)
+
+
+def _on_thread(work: Callable[..., Any], *args: Any) -> "Future[Any]":
+    """`work(*args)` on a thread of its own while the caller goes on; its result (or error) from the future."""
     pool = ThreadPoolExecutor(max_workers=1)
-    early = pool.submit(spark_factory)
+    future = pool.submit(work, *args)
     pool.shutdown(wait=False)
-    return early
+    return future
+
+
+def _cache_loading(location: str, as_uri: str | None) -> "Future[Any] | None":
+    """The published cache generation (`_load_cache`), read on a thread while `_delta_log` is
+    listed: the Parquet reads let go of the interpreter, so at 100,000 commits the ~0.3 s read
+    no longer waits for the listing's ~1 s. None when nothing is cached (nothing read)."""
+    table_uri = as_uri or L.normalize_location(location)
+    cache_dir = C.published(table_uri)
+    return None if cache_dir is None else _on_thread(_load_cache, cache_dir, table_uri)
 
 
 @dataclass

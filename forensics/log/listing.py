@@ -19,11 +19,14 @@ from urllib.parse import urlparse
 from forensics.errors import ExitCode, ForensicsError
 from forensics.model import Finding
 
-_V = r"(\d{20})"
+# ASCII digits only, as Delta's own patterns match them: Java's `\d` (delta-io/delta,
+# storage/src/main/java/io/delta/storage/internal/FileNameUtils.java, DELTA_FILE_PATTERN
+# "\d+\.json"). Python's `\d` also takes other scripts' digits, which `int` reads as a version.
+_V = r"([0-9]{20})"
 RE_COMMIT = re.compile(rf"^{_V}\.json$")
 _COMMIT_LINES = re.compile(rf"^{_V}\.json$", re.M)  # RE_COMMIT's names among names joined by newlines
 RE_CHECKPOINT_CLASSIC = re.compile(rf"^{_V}\.checkpoint\.parquet$")
-RE_CHECKPOINT_MULTI = re.compile(rf"^{_V}\.checkpoint\.(\d{{10}})\.(\d{{10}})\.parquet$")
+RE_CHECKPOINT_MULTI = re.compile(rf"^{_V}\.checkpoint\.([0-9]{{10}})\.([0-9]{{10}})\.parquet$")
 RE_CHECKPOINT_V2 = re.compile(rf"^{_V}\.checkpoint\.([0-9a-fA-F-]{{36}})\.(json|parquet)$")
 RE_COMPACTED = re.compile(rf"^{_V}\.{_V}\.compacted\.json$")
 RE_CRC = re.compile(rf"^{_V}\.crc$")
@@ -100,6 +103,11 @@ class LogListing:
         cands = list(self.commits)
         cands += [c.version for c in self.checkpoints if c.complete]
         return max(cands) if cands else None
+
+    def commit_times(self) -> list[tuple[int, int]]:
+        """(version, commit file's mtime in epoch ms) of every listed commit, ascending: what
+        `commit_versions_local(times=True)` gives without classifying the rest."""
+        return [(v, f.mtime_ms) for v, f in sorted(self.commits.items())]
 
     def fingerprint(self) -> list[tuple[str, int, int]]:
         """What the cache compares: every commit file's name, size and mtime."""
