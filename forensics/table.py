@@ -182,8 +182,9 @@ class Table:
                    listed: Callable[[list[tuple[int, int]]], None] | None = None) -> "Table | None":
         """The table as cached, without starting a JVM; None when the cache is missing or behind (a
         remote table is always looked at afresh: only the store knows whether it changed).
-        `listed`, when something is cached, is handed what `listed_commits` gives as soon as the
-        log is listed, before the cache is judged (the TUI paints it meanwhile)."""
+        `listed`, when something is cached, is handed (version, commit file's mtime in epoch ms) of
+        every commit the listing classifies, as soon as the log is listed and before the cache is
+        judged (the TUI paints them meanwhile)."""
         from forensics.log.cache import published
         from forensics.log.listing import normalize_location
         from forensics.storage import parse_location

@@ -83,3 +83,8 @@ def test_only_ascii_digits_name_a_commit(tmp_path):
     assert sorted(f.file for f in listing.findings if f.code == "stray.unknown") == sorted(
         f"_delta_log/{arabic}{ext}" for ext in (".json", ".checkpoint.parquet", ".crc"))
     assert commit_versions_local(str(tmp_path), times=False) == [(0, None)]
+    # nor in a remote log's keys, whose versions place the tail a refresh lists
+    from forensics.storage.mirror import _version_of
+
+    assert _version_of(f"_delta_log/{arabic}.json") is None
+    assert _version_of("_delta_log/00000000000000000042.json") == 42

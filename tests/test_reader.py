@@ -228,6 +228,21 @@ def test_from_cache_hands_its_listing_over_before_it_judges_the_cache(tmp_path, 
     assert len(got) == 1 and got[0][-1][0] == last + 1 and got[0] == Table.listed_commits(t)
 
 
+def test_a_generation_published_while_the_jvm_starts_is_used(tmp_path, sample_logs, spark):
+    """Nothing cached when a first look lists the log, so it starts Spark; a generation another
+    process publishes meanwhile is still found once the JVM is up, and nothing is parsed twice."""
+    t = _copy(sample_logs / "quickstart" / "table", tmp_path / "t")
+    published: list[bool] = []
+
+    def slow_start():  # what a second command, quicker to its JVM, does during this one's start
+        published.append(not DeltaLog.open(str(t), spark_factory=lambda: spark).from_cache)
+        return spark
+
+    log = DeltaLog.open(str(t), spark_factory=slow_start)
+    assert published == [True] and log.from_cache
+    assert log.commits.equals(DeltaLog.open(str(t), use_cache=False, spark_factory=lambda: spark).commits)
+
+
 def test_cache_survives_log_cleanup_but_not_a_rewritten_commit(tmp_path, sample_logs, spark):
     """The cache's meta keeps a digest of the files it was built from; when the log's differs, the
     whole fingerprint decides: commits cleaned up since (log retention) leave it usable, a commit

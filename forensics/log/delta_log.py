@@ -122,7 +122,11 @@ class DeltaLog:
                 # New commits past the cache: start the JVM while the cache loads (~0.3 s on 20k).
                 newest = _cached_max(cache_dir)  # once: read per version it re-read the cache's meta 20,000 times (minutes)
                 early = start_spark([f for v, (f, _) in plan.items() if v > newest], plan, spark_factory)
-            cached = loading.result() if loading is not None else None
+            if loading is not None:
+                cached = loading.result()
+            else:  # nothing cached when the listing began: asked again after the JVM's start, when
+                # another process may have published the table's first generation meanwhile
+                cached = _load_cache(cache_dir, listing.table_uri) if use_cache else None
             covered = cached is not None and _cache_covers(cached, plan)  # while the JVM starts
             if early is not None:
                 spark = early.result()
@@ -426,7 +430,8 @@ def _on_thread(work: Callable[..., Any], *args: Any) -> "Future[Any]":
 def _cache_loading(location: str, as_uri: str | None) -> "Future[Any] | None":
     """The published cache generation (`_load_cache`), read on a thread while `_delta_log` is
     listed: the Parquet reads let go of the interpreter, so at 100,000 commits the ~0.3 s read
-    no longer waits for the listing's ~1 s. None when nothing is cached (nothing read)."""
+    no longer waits for the listing's ~1 s. None when nothing is cached (nothing read). It only
+    reads; a caller that fails meanwhile drops it (the interpreter's exit waits for the read)."""
     table_uri = as_uri or L.normalize_location(location)
     cache_dir = C.published(table_uri)
     return None if cache_dir is None else _on_thread(_load_cache, cache_dir, table_uri)

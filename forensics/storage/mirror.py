@@ -520,9 +520,11 @@ TAIL_VERSIONS = 100  # a refresh re-lists this many versions below the newest mi
 
 
 def _version_of(path: str) -> int | None:
+    """The version a `_delta_log/` key's name starts with (twenty ASCII digits, as Delta names its
+    files: forensics/log/listing.py), else None."""
     name = path[len(LOG_DIR) + 1:] if path.startswith(LOG_DIR + "/") else None
     head = name[:20] if name else ""
-    return int(head) if len(head) == 20 and head.isdigit() else None
+    return int(head) if len(head) == 20 and head.isascii() and head.isdigit() else None
 
 
 def _list_log(store, manifest: Mapping[str, Mapping[str, Any]]) -> tuple[list[RemoteFile], list[str], str | None]:
