@@ -19,9 +19,11 @@ from urllib.parse import urlparse
 from forensics.errors import ExitCode, ForensicsError
 from forensics.model import Finding
 
-# ASCII digits only, as Delta's own patterns match them: Java's `\d` (delta-io/delta,
-# storage/src/main/java/io/delta/storage/internal/FileNameUtils.java, DELTA_FILE_PATTERN
-# "\d+\.json"). Python's `\d` also takes other scripts' digits, which `int` reads as a version.
+# ASCII digits only, as Delta's own patterns match them: Java's `\d` (delta-io/delta v4.0.0,
+# spark/src/main/scala/org/apache/spark/sql/delta/util/FileNames.scala, deltaFileRegex,
+# checksumFileRegex, checkpointFileRegex; the same `\d` in v2.4.0 and v3.2.0's
+# storage/src/main/java/io/delta/storage/internal/FileNameUtils.java, DELTA_FILE_PATTERN).
+# Python's `\d` also takes other scripts' digits, which `int` reads as a version.
 _V = r"([0-9]{20})"
 RE_COMMIT = re.compile(rf"^{_V}\.json$")
 _COMMIT_LINES = re.compile(rf"^{_V}\.json$", re.M)  # RE_COMMIT's names among names joined by newlines
